@@ -1,0 +1,296 @@
+// `npm run bench`: load benchmarks of certdesk against a bare Fastify baseline.
+// Each server runs in its own child process (bench/server.ts); autocannon runs here. Every
+// target is warmed up, then measured BENCH_RUNS times, the targets taking turns round by round.
+// Prints a table and writes bench/results.json. Exit 0 when the measurement is sound (goals
+// missed or not), 1 when it is broken (a non-2xx response, a socket error, a crashed server).
+// See bench/README.md.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ServerChild, killAllNow, terminateAll } from './children.js';
+import { measure, stopCurrentLoad, type LoadOptions, type RunResult } from './load.js';
+import { summarizeFile } from './profile-summary.js';
+import { DISTURBED_PCT, formatTable, summarizeTarget, writeJson, type TargetSummary } from './report.js';
+import { median, round } from './stats.js';
+import { TARGETS, type Fixtures, type RequestSpec, type Target } from './targets.js';
+
+const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
+const RESULTS_FILE = join(BENCH_DIR, 'results.json');
+const PROFILE_DIR = join(BENCH_DIR, 'profiles');
+
+class BenchBroken extends Error {}
+
+interface Settings {
+  readonly durationSeconds: number;
+  readonly runs: number;
+  readonly warmupSeconds: number;
+  readonly connections: number;
+  readonly targets: readonly Target[];
+  readonly profile: boolean;
+  /** Pin autocannon to CPU 0 and the servers to CPU 1 (taskset): less scheduler noise on 2 cores. */
+  readonly pin: boolean;
+}
+
+function numberEnv(name: string, fallback: number, integer: boolean): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new BenchBroken(`${name} must be a positive ${integer ? 'integer' : 'number'}, got ${raw}`);
+  }
+  return n;
+}
+
+function flagEnv(name: string): boolean {
+  return ['1', 'true', 'yes'].includes((process.env[name] ?? '').trim().toLowerCase());
+}
+
+/** Sets the CPU affinity of every thread of a process (Linux `taskset`). */
+function pinProcess(pid: number, cpu: number): void {
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+  } catch (e) {
+    throw new BenchBroken(`BENCH_PIN: taskset failed for pid ${pid} (${(e as Error).message})`);
+  }
+}
+
+function readSettings(): Settings {
+  const wanted = (process.env.BENCH_TARGETS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = wanted.filter((w) => !TARGETS.some((t) => t.id === w));
+  if (unknown.length > 0) throw new BenchBroken(`BENCH_TARGETS: unknown ${unknown.join(', ')} (known: ${TARGETS.map((t) => t.id).join(', ')})`);
+  // The baseline is always measured: every ratio is relative to it.
+  const targets = wanted.length === 0
+    ? TARGETS.filter((t) => t.optional !== true)
+    : TARGETS.filter((t) => t.id === 'baseline' || wanted.includes(t.id));
+  return {
+    durationSeconds: numberEnv('BENCH_DURATION', 5, false),
+    runs: numberEnv('BENCH_RUNS', 5, true),
+    warmupSeconds: numberEnv('BENCH_WARMUP', 2, false),
+    connections: numberEnv('BENCH_CONNECTIONS', 50, true),
+    targets,
+    profile: flagEnv('BENCH_PROFILE'),
+    pin: flagEnv('BENCH_PIN'),
+  };
+}
+
+/** An RSA-2048 CSR made once by the openssl CLI. */
+function makeCsr(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'certdesk-bench-csr-'));
+  try {
+    const name = 'www.certdesk-bench.com';
+    execFileSync('openssl', [
+      'req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'csr.pem'),
+      '-subj', `/C=DE/ST=Berlin/L=Berlin/O=Certdesk Bench/CN=${name}`, '-addext', `subjectAltName=DNS:${name},DNS:certdesk-bench.com`,
+    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    return readFileSync(join(dir, 'csr.pem'), 'utf8');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A real client_credentials grant at POST /oauth2/token (form body, as the README shows). */
+async function getToken(child: ServerChild): Promise<string> {
+  if (child.credentials === undefined) throw new BenchBroken(`server ${child.name} has no API client`);
+  const res = await fetch(`http://127.0.0.1:${child.port}/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: child.credentials.clientId, client_secret: child.credentials.clientSecret }),
+  });
+  const body = (await res.json()) as { access_token?: string };
+  if (res.status !== 200 || typeof body.access_token !== 'string') {
+    throw new BenchBroken(`POST /oauth2/token on ${child.name}: HTTP ${res.status} ${JSON.stringify(body)}`);
+  }
+  return body.access_token;
+}
+
+/** One request with fetch, checked by the target: the benchmark must measure real answers. */
+async function checkOnce(target: Target, child: ServerChild, spec: RequestSpec, when: string): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${child.port}${spec.path}`, {
+    method: spec.method, headers: spec.headers, ...(spec.body === undefined ? {} : { body: spec.body }),
+  });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // keep the text for the message
+  }
+  const problem = target.check(res.status, body);
+  if (problem !== undefined) throw new BenchBroken(`${target.label} (${when}): ${problem}`);
+}
+
+function brokenReason(target: Target, r: RunResult, child: ServerChild): string | undefined {
+  if (child.crashed) return child.exitReason;
+  if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) {
+    return `${target.label}: ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)}, ${r.errors} errors, ${r.timeouts} timeouts`;
+  }
+  if (r.requests === 0) return `${target.label}: no request completed`;
+  return undefined;
+}
+
+function gitRevision(): string | null {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
+    return dirty ? `${head}+modified` : head;
+  } catch {
+    return null;
+  }
+}
+
+const fmt = (r: RunResult) =>
+  `${Math.round(r.reqPerSec).toString().padStart(6)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  ` +
+  `server CPU ${r.serverCpuPct.toFixed(0)} %  loadgen CPU ${r.loadgenCpuPct.toFixed(0)} %  other CPU ${r.otherCpuPct.toFixed(0)} %` +
+  (r.non2xx + r.errors + r.timeouts > 0 ? `  non-2xx ${r.non2xx} errors ${r.errors} timeouts ${r.timeouts}` : '');
+
+let shuttingDown = false;
+let interrupted = false;
+
+async function main(): Promise<number> {
+  const settings = readSettings();
+  const loadAtStart = loadavg().map((l) => round(l, 2));
+  const log = (s: string) => process.stdout.write(`${s}\n`);
+  log(
+    `certdesk bench: node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}); ` +
+      `${settings.runs} run(s) × ${settings.durationSeconds} s per target after ${settings.warmupSeconds} s warm-up; ` +
+      `${settings.connections} connections, pipelining 1${settings.pin ? '; autocannon pinned to CPU 0, servers to CPU 1' : ''}` +
+      `${settings.profile ? '; CPU profiling ON (slower)' : ''}`,
+  );
+
+  if (settings.pin) {
+    if (cpus().length < 2) throw new BenchBroken('BENCH_PIN needs at least 2 CPUs');
+    pinProcess(process.pid, 0);
+  }
+  const fixtures: Omit<Fixtures, 'token'> = { csrPem: makeCsr() };
+  const plan: { target: Target; child: ServerChild; spec: RequestSpec }[] = [];
+  for (const target of settings.targets) {
+    const child = await ServerChild.start(target.id, target.server);
+    const token = target.server === 'certdesk' ? await getToken(child) : '';
+    const spec = target.request({ ...fixtures, token });
+    await checkOnce(target, child, spec, 'before the runs');
+    plan.push({ target, child, spec });
+    if (settings.pin && child.pid !== undefined) pinProcess(child.pid, 1);
+    log(`  started ${target.id} server (pid ${String(child.pid)}, port ${child.port}${settings.pin ? ', CPU 1' : ''})`);
+  }
+
+  const load = (durationSeconds: number): LoadOptions => ({ durationSeconds, connections: settings.connections });
+  const guard = (target: Target, child: ServerChild, r: RunResult) => {
+    const reason = brokenReason(target, r, child);
+    if (reason !== undefined) throw new BenchBroken(reason);
+  };
+
+  for (const { target, child, spec } of plan) {
+    const r = await measure(child, spec, load(settings.warmupSeconds));
+    log(`warm-up   ${target.id.padEnd(12)} ${fmt(r)}`);
+    guard(target, child, r);
+  }
+
+  if (settings.profile) {
+    mkdirSync(PROFILE_DIR, { recursive: true });
+    for (const { child } of plan) await child.startProfile();
+  }
+
+  const results = new Map<string, RunResult[]>(plan.map((p) => [p.target.id, []]));
+  for (let round = 0; round < settings.runs; round++) {
+    // Rotate the order each round so that no target always follows the same one.
+    for (let i = 0; i < plan.length; i++) {
+      const { target, child, spec } = plan[(round + i) % plan.length]!;
+      const r = await measure(child, spec, load(settings.durationSeconds));
+      log(`run ${round + 1}/${settings.runs} ${target.id.padEnd(12)} ${fmt(r)}`);
+      guard(target, child, r);
+      results.get(target.id)!.push(r);
+    }
+  }
+
+  const profiles: [string, string][] = [];
+  if (settings.profile) {
+    for (const { target, child } of plan) {
+      const file = join(PROFILE_DIR, `${target.id}.cpuprofile`);
+      await child.stopProfile(file);
+      profiles.push([target.id, file]);
+    }
+  }
+  for (const { target, child, spec } of plan) await checkOnce(target, child, spec, 'after the runs');
+  shuttingDown = true;
+  await terminateAll();
+
+  const baselineReqPerSec = median(results.get('baseline')!.map((r) => r.reqPerSec));
+  const summaries: Record<string, TargetSummary> = {};
+  for (const { target, spec } of plan) {
+    summaries[target.id] = summarizeTarget(target, spec.path, spec.method, results.get(target.id)!, baselineReqPerSec);
+  }
+
+  log('');
+  log(formatTable(summaries));
+  const saturated = Object.entries(summaries).filter(([, s]) => s.medianLoadgenCpuPct >= 90).map(([id]) => id);
+  if (saturated.length > 0) {
+    log(`note: autocannon used ≥ 90 % of a core on ${saturated.join(', ')}: the load generator may cap those numbers.`);
+  }
+  const disturbed = Object.entries(summaries).filter(([, s]) => s.disturbedRuns.length > 0);
+  if (disturbed.length > 0) {
+    log(
+      `note: other processes used ≥ ${DISTURBED_PCT} % of a core during ${disturbed.map(([id, s]) => `${id} run ${s.disturbedRuns.join(', ')}`).join('; ')}` +
+        ` (load average now ${loadavg().map((l) => l.toFixed(2)).join(' ')}): ` +
+        (disturbed.some(([, s]) => s.medianOtherCpuPct >= DISTURBED_PCT) ? 'medians are disturbed; rerun on a quiet machine.' : 'the medians should be sound.'),
+    );
+  }
+  const missed = Object.values(summaries).filter((s) => s.goal !== null && !s.goal.met);
+  log(missed.length === 0 ? 'all goals met' : `goals missed: ${missed.map((s) => `${s.label} (${s.goal!.text})`).join('; ')}`);
+
+  const output = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? null,
+    platform: `${process.platform} ${process.arch}`,
+    loadAverageAtStart: loadAtStart,
+    loadAverageAtEnd: loadavg().map((l) => round(l, 2)),
+    git: gitRevision(),
+    settings: {
+      durationSeconds: settings.durationSeconds,
+      runs: settings.runs,
+      warmupSeconds: settings.warmupSeconds,
+      connections: settings.connections,
+      pipelining: 1,
+      profiled: settings.profile,
+      pinned: settings.pin,
+    },
+    targets: summaries,
+  };
+  if (settings.profile) {
+    // Profiling slows the servers: keep those numbers away from the real results.
+    const file = join(PROFILE_DIR, 'results.json');
+    writeJson(file, output);
+    log(`wrote ${file} (profiled run; bench/results.json left as it was)`);
+    for (const [id, file] of profiles) log(`\n=== CPU profile of the ${id} server (${file}) ===\n${summarizeFile(file, 20)}`);
+  } else {
+    writeJson(RESULTS_FILE, output);
+    log(`wrote ${RESULTS_FILE}`);
+  }
+  return 0;
+}
+
+process.on('exit', killAllNow);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    interrupted = true;
+    process.stderr.write(`\n${signal}: stopping the servers\n`);
+    stopCurrentLoad();
+    void terminateAll().finally(() => process.exit(130));
+  });
+}
+
+main().then(
+  (code) => process.exit(code),
+  async (e: unknown) => {
+    if (interrupted) return; // the signal handler exits
+    process.stderr.write(`bench broken: ${e instanceof BenchBroken ? e.message : ((e as Error).stack ?? String(e))}\n`);
+    shuttingDown = true;
+    await terminateAll();
+    process.exit(1);
+  },
+);

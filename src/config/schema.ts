@@ -1,0 +1,125 @@
+/**
+ * The one configuration schema: every environment variable certdesk reads, its default and
+ * how it is parsed. DESIGN §4 fixes the names; `docs/configuration.md` documents them.
+ * A parser returns the value or a string saying what is wrong with the text.
+ */
+export type Parser<T> = (text: string) => T | { problem: string };
+
+export interface Key<T> {
+  readonly env: string;
+  /** Text default; undefined = optional with no value. */
+  readonly default?: string;
+  readonly parse: Parser<T>;
+  /** May be given as `<env>_FILE` naming a file that holds the value (secrets). */
+  readonly fileable?: boolean;
+  readonly doc: string;
+}
+
+const text: Parser<string> = (t) => t;
+const port: Parser<number> = (t) => {
+  const n = Number(t);
+  return /^\d+$/.test(t) && n >= 0 && n <= 65535 ? n : { problem: `not a port number (0-65535): ${t}` };
+};
+const positiveInt: Parser<number> = (t) => {
+  const n = Number(t);
+  return /^\d+$/.test(t) && n > 0 && Number.isSafeInteger(n) ? n : { problem: `not a positive integer: ${t}` };
+};
+const nonNegativeInt: Parser<number> = (t) => {
+  const n = Number(t);
+  return /^\d+$/.test(t) && Number.isSafeInteger(n) ? n : { problem: `not a whole number ≥ 0: ${t}` };
+};
+const bool: Parser<boolean> = (t) => {
+  const v = t.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+  return { problem: `not a boolean (true/false): ${t}` };
+};
+/** Fastify's trustProxy: false, a hop count, or the proxies' addresses (never `true` = every hop). */
+const trustProxy: Parser<false | number | string[]> = (t) => {
+  const v = t.trim().toLowerCase();
+  if (v === '' || v === 'false' || v === '0') return false;
+  if (v === 'true') return 1;
+  if (/^\d{1,2}$/.test(v)) return Number(v);
+  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = list.filter((s) => !/^[0-9a-f.:]+(\/\d{1,3})?$/.test(s));
+  return bad.length === 0 ? list : { problem: `not a hop count or address list: ${bad.join(', ')}` };
+};
+const databaseUrl: Parser<string> = (t) => {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(t)?.[1]?.toLowerCase();
+  if (scheme === undefined || scheme === 'postgres' || scheme === 'postgresql') return t;
+  return { problem: `unsupported scheme ${scheme}:// (postgres:// for PostgreSQL, or a SQLite file path)` };
+};
+const url: Parser<string> = (t) => {
+  try {
+    const u = new URL(t);
+    return ['http:', 'https:'].includes(u.protocol) ? t.replace(/\/+$/, '') : { problem: `not an http(s) URL: ${t}` };
+  } catch {
+    return { problem: `not a URL: ${t}` };
+  }
+};
+const smtpUrl: Parser<string> = (t) => {
+  try {
+    const u = new URL(t);
+    return ['smtp:', 'smtps:'].includes(u.protocol) ? t : { problem: 'not an smtp:// or smtps:// URL' };
+  } catch {
+    return { problem: 'not a URL' };
+  }
+};
+const hostPorts: Parser<string[]> = (t) => {
+  const list = t.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = list.filter((s) => !/^(\[[0-9a-fA-F:.]+\]|[0-9a-zA-Z.-]+)(:\d{1,5})?$/.test(s));
+  return bad.length === 0 ? list : { problem: `not host:port: ${bad.join(', ')}` };
+};
+const list: Parser<string[]> = (t) => t.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+const logLevel: Parser<string> = (t) =>
+  ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(t) ? t : { problem: `not a log level: ${t}` };
+
+export const SCHEMA = {
+  host: { env: 'CERTDESK_HOST', default: '127.0.0.1', parse: text, doc: 'Address of the API, OAuth, PKI and web listener.' },
+  port: { env: 'CERTDESK_PORT', default: '8080', parse: port, doc: 'Port of that listener.' },
+  kvPort: { env: 'CERTDESK_KV_PORT', default: '8081', parse: port, doc: 'Port of the hash store listener (0 = off).' },
+  dataDir: { env: 'CERTDESK_DATA_DIR', default: './data', parse: text, doc: 'SQLite file, CA key files, outbox.' },
+  databaseUrl: {
+    env: 'CERTDESK_DATABASE_URL', parse: databaseUrl, fileable: true,
+    doc: '`postgres://…` for PostgreSQL; unset = SQLite file `certdesk.db` in the data directory.',
+  },
+  publicUrl: { env: 'CERTDESK_PUBLIC_URL', parse: url, doc: 'Base of links put in certificates and e-mails; default `http://<host>:<port>`.' },
+  catalog: { env: 'CERTDESK_CATALOG', parse: text, doc: 'Path of a product catalog file (docs/catalog.md); unset = the bundled catalog.' },
+  dnsServers: { env: 'CERTDESK_DNS_SERVERS', parse: hostPorts, doc: '`host:port,…` for every DCV, CAA and approver lookup; unset = system resolvers.' },
+  validationHttpPort: { env: 'CERTDESK_VALIDATION_HTTP_PORT', default: '80', parse: port, doc: 'Port the FILE check connects to (443 for https).' },
+  validationAllowPrivate: {
+    env: 'CERTDESK_VALIDATION_ALLOW_PRIVATE', default: 'false', parse: bool,
+    doc: 'Allow DCV fetches to loopback/private addresses (tests only).',
+  },
+  smtpUrl: { env: 'CERTDESK_SMTP_URL', parse: smtpUrl, fileable: true, doc: '`smtp://host:port`; unset = mail goes to the outbox only.' },
+  tokenTtl: { env: 'CERTDESK_TOKEN_TTL', default: '86400', parse: positiveInt, doc: 'Access token lifetime in seconds (spec sample: 86400).' },
+  refreshTokenTtl: { env: 'CERTDESK_REFRESH_TOKEN_TTL', default: '2592000', parse: positiveInt, doc: 'Refresh token lifetime in seconds (30 days).' },
+  authCacheSeconds: {
+    env: 'CERTDESK_AUTH_CACHE_SECONDS', default: '5', parse: nonNegativeInt,
+    doc: 'How long a process may reuse a resolved token without asking the database (0 = never). Revocations made in the same process act at once; others within this time.',
+  },
+  rateLimit: { env: 'CERTDESK_RATE_LIMIT', default: '1200', parse: positiveInt, doc: 'Requests per minute per API application (all its tokens together).' },
+  rateLimitAnonymous: {
+    env: 'CERTDESK_RATE_LIMIT_ANONYMOUS', default: '60', parse: positiveInt,
+    doc: 'Requests per minute per client address without a valid token (token endpoint, anonymous endpoints).',
+  },
+  bodyLimit: { env: 'CERTDESK_BODY_LIMIT', default: '1048576', parse: positiveInt, doc: 'Largest accepted request body in bytes (413 beyond).' },
+  blockedNames: {
+    env: 'CERTDESK_BLOCKED_NAMES', default: '', parse: list,
+    doc: 'Extra names refused by /ValidateName and orders, comma-separated (`example.com`, `*.example.com`, or a bare label).',
+  },
+  trustProxy: {
+    env: 'CERTDESK_TRUST_PROXY', default: 'false', parse: trustProxy,
+    doc: 'Reverse proxies whose X-Forwarded-For is believed: `false`, a hop count (`1` = the nearest proxy; `true` means 1), or a comma list of proxy addresses/CIDRs. Never trust every hop: the client writes the left-most entry.',
+  },
+  logLevel: { env: 'CERTDESK_LOG_LEVEL', default: 'info', parse: logLevel, doc: 'pino log level.' },
+  worker: { env: 'CERTDESK_WORKER', default: 'true', parse: bool, doc: 'Run the job worker inside `serve`.' },
+} as const satisfies Record<string, Key<unknown>>;
+
+type ValueOf<K> = K extends Key<infer T> ? T : never;
+type Schema = typeof SCHEMA;
+
+/** The validated configuration: keys with a default are always set. */
+export type Config = {
+  readonly [K in keyof Schema]: Schema[K] extends { default: string } ? ValueOf<Schema[K]> : ValueOf<Schema[K]> | undefined;
+};

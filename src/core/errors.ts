@@ -1,0 +1,62 @@
+/**
+ * The one error type of certdesk. A `kind` names what went wrong in domain terms; the HTTP
+ * status, ErrorId and default message live in `error-table.ts`, never here.
+ */
+export type ErrorKind =
+  | 'malformedRequest'
+  | 'invalidInput'
+  | 'invalidCsr'
+  | 'invalidName'
+  | 'unknownProduct'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'notFound'
+  | 'orderNotFound'
+  | 'invalidOrderState'
+  | 'invalidVoucher'
+  | 'voucherDeleteRefused'
+  | 'conflict'
+  | 'creditLimitExceeded'
+  | 'dcvFailed'
+  | 'payloadTooLarge'
+  | 'rateLimited'
+  | 'notReady'
+  | 'internal';
+
+/** One fault in a request that may carry several (POST /Order reports them all at once). */
+export interface FieldFault {
+  readonly kind: ErrorKind;
+  readonly field?: string;
+  readonly message?: string;
+}
+
+export class CertdeskError extends Error {
+  readonly kind: ErrorKind;
+  /** Name of the offending request member (`ErrorField`), where there is one. */
+  readonly field: string | undefined;
+  /** Further faults of the same request, reported together; the first mirrors this error. */
+  readonly faults: readonly FieldFault[];
+
+  constructor(kind: ErrorKind, message?: string, options: { field?: string; faults?: FieldFault[]; cause?: unknown } = {}) {
+    super(message ?? kind, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'CertdeskError';
+    this.kind = kind;
+    this.field = options.field;
+    this.faults = options.faults ?? [];
+    this.hasMessage = message !== undefined;
+  }
+
+  /** Whether the message was given by the thrower (else the table's default is shown). */
+  readonly hasMessage: boolean;
+
+  /** Several faults at once: the first one becomes the flat members of the failure body. */
+  static ofFaults(faults: FieldFault[]): CertdeskError {
+    const [first] = faults;
+    if (first === undefined) throw new Error('ofFaults needs at least one fault');
+    return new CertdeskError(first.kind, first.message, { field: first.field, faults });
+  }
+}
+
+export function isCertdeskError(e: unknown): e is CertdeskError {
+  return e instanceof CertdeskError;
+}

@@ -1,0 +1,52 @@
+import type { JobId } from './ids.js';
+
+/**
+ * The payload of each job, by job name. This interface is the closed list of jobs: a new job is
+ * one new member here, and the worker's handler registry then fails to compile until it has a
+ * handler for it (STYLE "Workers"). Payloads are stored as JSON, so keep them plain data.
+ */
+export interface JobPayloads {
+  /**
+   * Housekeeping: delete OAuth tokens that have expired. Recurring (`ensureRecurring`); the
+   * handler purges what expired before its own `now`, so it needs no parameters.
+   */
+  'housekeeping.purge': Record<string, never>;
+}
+
+/** The name of a job: a closed union derived from `JobPayloads`. */
+export type JobName = keyof JobPayloads;
+
+// A Record over the union, so forgetting a name here is a compile error too.
+const NAMES: Record<JobName, true> = { 'housekeeping.purge': true };
+
+/**
+ * Whether a name read back from the database is one this build knows. A job written by a newer
+ * version during a rolling upgrade may carry a name that is not (yet) in the union.
+ */
+export function isJobName(name: string): name is JobName {
+  return Object.hasOwn(NAMES, name);
+}
+
+/**
+ * Where a job is in its life: `queued` (waiting for `run_at`), `running` (leased by a worker
+ * until `lease_expires_at`), `done`, or `dead` (gave up after too many attempts).
+ */
+export type JobStatus = 'queued' | 'running' | 'done' | 'dead';
+
+export const JOB_STATUSES: readonly JobStatus[] = Object.freeze(['queued', 'running', 'done', 'dead']);
+
+/**
+ * A job as a handler sees it. Without a type argument it is the discriminated union over every
+ * name, so `switch (job.name)` narrows the payload.
+ */
+export type Job<N extends JobName = JobName> = N extends JobName
+  ? {
+      readonly id: JobId;
+      readonly name: N;
+      readonly payload: JobPayloads[N];
+      /** How many times the job has been claimed, this run included (1 on the first run). */
+      readonly attempts: number;
+      /** When the job became due, in whole UTC seconds. */
+      readonly runAt: number;
+    }
+  : never;

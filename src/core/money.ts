@@ -1,0 +1,25 @@
+/**
+ * Money is integer minor units in storage and arithmetic; it becomes a number with the
+ * currency's decimals only when rendered (DESIGN §5.1).
+ */
+const ZERO_DECIMAL = new Set(['JPY', 'KRW', 'CLP', 'ISK', 'HUF', 'VND']);
+
+export function currencyDecimals(currency: string): number {
+  return ZERO_DECIMAL.has(currency) ? 0 : 2;
+}
+
+/** 12.5 EUR → 1250. Rounds half away from zero to the currency's precision. */
+export function toMinor(amount: number, currency: string): number {
+  const factor = 10 ** currencyDecimals(currency);
+  return Math.sign(amount) * Math.round(Math.abs(amount) * factor);
+}
+
+/** 1250 EUR minor units → 12.5 */
+export function fromMinor(minor: number, currency: string): number {
+  const factor = 10 ** currencyDecimals(currency);
+  return Number((minor / factor).toFixed(currencyDecimals(currency)));
+}
+
+export function isCurrencyCode(text: string): boolean {
+  return /^[A-Z]{3}$/.test(text);
+}

@@ -1,0 +1,180 @@
+import pino from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { testDialects } from '../../test/support/databases.js';
+import { FixedClock, type JobId } from '../core/index.js';
+import type { Db } from '../storage/database.js';
+import { JobsRepo } from '../storage/jobs-repo.js';
+import { exponentialBackoff } from './backoff.js';
+import type { Handlers, JobContext, WorkerLogger } from './handlers.js';
+import { Worker, type WorkerOptions } from './worker.js';
+
+const T = 1_800_000_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function memoryLogger() {
+  const lines: { level: string; msg: string | undefined; obj: object }[] = [];
+  const at = (level: string) => (obj: object, msg?: string) => void lines.push({ level, msg, obj });
+  const logger: WorkerLogger = { info: at('info'), warn: at('warn'), error: at('error') };
+  return { logger, lines };
+}
+
+// Compile-time checks: a registry without a handler for every job name does not compile, and a
+// pino logger is a WorkerLogger.
+// @ts-expect-error 'housekeeping.purge' is missing
+const _incomplete = {} satisfies Handlers;
+const _pino: WorkerLogger = pino({ level: 'silent' });
+
+describe('exponentialBackoff', () => {
+  it('doubles per attempt from 2 × base, caps at an hour and takes off at most the jitter share', () => {
+    const exact = exponentialBackoff({ baseSeconds: 5, jitter: 0.25, random: () => 0 });
+    expect([1, 2, 3, 10, 30].map(exact)).toEqual([10, 20, 40, 3600, 3600]);
+    const most = exponentialBackoff({ baseSeconds: 5, jitter: 0.25, random: () => 0.999_999 });
+    expect(most(1)).toBe(8);
+    expect(most(20)).toBe(2700);
+  });
+});
+
+describe.each(testDialects())('Worker on $dialect', ({ open }) => {
+  let db: Db;
+  let repo: JobsRepo;
+  let clock: FixedClock;
+  beforeAll(async () => {
+    db = await open();
+    repo = new JobsRepo(db);
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+  beforeEach(async () => {
+    await db.kysely.deleteFrom('jobs').execute();
+    clock = new FixedClock(T);
+  });
+
+  const enqueue = async () => (await repo.enqueue({ name: 'housekeeping.purge', payload: {}, runAt: clock.nowSeconds() }, clock.nowSeconds())).id;
+  const worker = (run: Handlers['housekeeping.purge'], options: Partial<WorkerOptions> = {}) =>
+    new Worker({ repo, clock, logger: memoryLogger().logger, handlers: { 'housekeeping.purge': run } satisfies Handlers, pollIntervalMs: 20, ...options });
+
+  it('runs a due job with its payload and marks it done', async () => {
+    const id = await enqueue();
+    const seen: [unknown, JobContext][] = [];
+    const w = worker(async (payload, ctx) => void seen.push([payload, ctx]));
+    expect(await w.runOnce()).toBe(1);
+    expect(seen).toEqual([[{}, expect.objectContaining({ id, name: 'housekeeping.purge', attempts: 1 })]]);
+    expect(await repo.byId(id)).toMatchObject({ status: 'done', attempts: 1, leaseOwner: w.owner });
+    expect(await w.runOnce()).toBe(0);
+  });
+
+  it('retries a failing job after an exponential backoff', async () => {
+    const id = await enqueue();
+    let calls = 0;
+    const w = worker(async () => {
+      if (++calls <= 2) throw new Error(`flaky ${calls}`);
+    }, { backoff: exponentialBackoff({ baseSeconds: 5, random: () => 0 }) });
+    expect(await w.runOnce()).toBe(1);
+    expect(await repo.byId(id)).toMatchObject({ status: 'queued', runAt: T + 10, lastError: 'flaky 1' });
+    clock.advance(9);
+    expect(await w.runOnce()).toBe(0);
+    clock.advance(1);
+    expect(await w.runOnce()).toBe(1);
+    expect(await repo.byId(id)).toMatchObject({ status: 'queued', runAt: T + 30, attempts: 2, lastError: 'flaky 2' });
+    clock.set(T + 30);
+    expect(await w.runOnce()).toBe(1);
+    expect(await repo.byId(id)).toMatchObject({ status: 'done', attempts: 3 });
+  });
+
+  it('marks a job dead after maxAttempts failures, including one no handler knows', async () => {
+    const id = await enqueue();
+    await db.kysely.insertInto('jobs').values({ name: 'from.newer.build', payload: '{}', status: 'queued', run_at: T, created_at: T, updated_at: T }).execute();
+    const { logger, lines } = memoryLogger();
+    const w = worker(async () => {
+      throw new Error('always');
+    }, { maxAttempts: 3, logger });
+    for (let i = 0; i < 3; i++) {
+      expect(await w.runOnce()).toBe(2);
+      clock.advance(3600);
+    }
+    expect(await w.runOnce()).toBe(0);
+    expect(await repo.byId(id)).toMatchObject({ status: 'dead', attempts: 3, lastError: 'always' });
+    expect(await repo.countByStatus()).toEqual({ queued: 0, running: 0, done: 0, dead: 2 });
+    expect(lines.filter((l) => l.msg === 'job failed for the last time: dead')).toHaveLength(2);
+    expect(lines.some((l) => l.obj && 'err' in l.obj && String(l.obj.err).includes('no handler for job name from.newer.build'))).toBe(true);
+  });
+
+  it('renews the lease while a long handler runs', async () => {
+    const id = await enqueue();
+    let leaseSeen: number | null | undefined;
+    const w = worker(async () => {
+      clock.advance(30);
+      await sleep(500); // renewal every third of the one-second lease
+      leaseSeen = (await repo.byId(id))?.leaseExpiresAt;
+    }, { leaseSeconds: 1 });
+    await w.runOnce();
+    expect(leaseSeen).toBe(T + 31);
+  });
+
+  it('stop() takes no new job and resolves once the job in hand has finished', async () => {
+    const first = await enqueue();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const started: JobId[] = [];
+    const w = worker(async (_p, ctx) => {
+      started.push(ctx.id);
+      await gate;
+    }, { concurrency: 1 });
+    w.start();
+    await vi.waitFor(() => expect(started).toEqual([first]));
+    const second = await enqueue();
+    let stopped: boolean | undefined;
+    const stopping = w.stop().then((drained) => (stopped = drained));
+    await sleep(100);
+    expect(stopped).toBeUndefined();
+    release();
+    await stopping;
+    expect(stopped).toBe(true);
+    expect((await repo.byId(first))?.status).toBe('done');
+    expect((await repo.byId(second))?.status).toBe('queued');
+    expect(started).toEqual([first]);
+  });
+
+  it('leaves a job that outlasts the drain timeout to its lease, for another worker to take over', async () => {
+    const id = await enqueue();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let signal: AbortSignal | undefined;
+    const { logger, lines } = memoryLogger();
+    const w = worker(async (_p, ctx) => {
+      signal = ctx.signal;
+      await gate;
+    }, { leaseSeconds: 10, logger });
+    w.start();
+    await vi.waitFor(() => expect(signal).toBeDefined());
+    expect(await w.stop(50)).toBe(false);
+    expect(signal?.aborted).toBe(true);
+    expect(await repo.byId(id)).toMatchObject({ status: 'running', leaseOwner: w.owner, leaseExpiresAt: T + 10 });
+    clock.advance(11);
+    const other = worker(async () => undefined);
+    expect(await other.runOnce()).toBe(1);
+    release(); // the first handler ends late: its outcome must not overwrite the new owner's
+    await vi.waitFor(() => expect(lines.some((l) => l.msg === 'job outcome not recorded: lease lost')).toBe(true));
+    expect(await repo.byId(id)).toMatchObject({ status: 'done', attempts: 2, leaseOwner: other.owner });
+  });
+
+  it('runs each of 40 jobs exactly once with two workers polling one database', async () => {
+    const ids = new Set<JobId>();
+    for (let i = 0; i < 40; i++) ids.add(await enqueue());
+    const runs = new Map<JobId, number>();
+    const byWorker = [0, 0];
+    const make = (n: number) => worker(async (_p, ctx) => {
+      runs.set(ctx.id, (runs.get(ctx.id) ?? 0) + 1);
+      byWorker[n]! += 1;
+      await sleep(5);
+    });
+    const workers = [make(0), make(1)];
+    for (const w of workers) w.start();
+    await vi.waitFor(async () => expect((await repo.countByStatus()).done).toBe(40), { timeout: 10_000, interval: 50 });
+    expect(await Promise.all(workers.map((w) => w.stop()))).toEqual([true, true]);
+    expect([...runs.keys()].sort()).toEqual([...ids].sort());
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+    expect(byWorker.every((n) => n > 0)).toBe(true);
+  });
+});

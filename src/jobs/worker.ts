@@ -1,0 +1,238 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Clock, JobId } from '../core/index.js';
+import { isJobName } from '../core/jobs.js';
+import type { JobsRepo, StoredJob } from '../storage/jobs-repo.js';
+import { exponentialBackoff, type Backoff } from './backoff.js';
+import type { Handlers, JobContext, WorkerLogger } from './handlers.js';
+
+export type WorkerRepo = Pick<JobsRepo, 'claimDue' | 'markDone' | 'markRetry' | 'markDead' | 'extendLease'>;
+
+export interface WorkerOptions {
+  readonly repo: WorkerRepo;
+  readonly handlers: Handlers;
+  readonly clock: Clock;
+  readonly logger: WorkerLogger;
+  /** Lease holder name, unique per worker (default `hostname:pid:random`). */
+  readonly owner?: string;
+  /** How long a claim lasts without renewal (default 60 s); renewed every third of it while the handler runs. */
+  readonly leaseSeconds?: number;
+  /** Pause between polls when there is nothing to do (default 1000 ms). */
+  readonly pollIntervalMs?: number;
+  /** Attempts before a job is marked dead (default 10). */
+  readonly maxAttempts?: number;
+  /** Delay before a retry (default `exponentialBackoff()`: 2^attempts × 5 s, at most an hour, with jitter). */
+  readonly backoff?: Backoff;
+  /** Jobs run at once by this worker (default 4). */
+  readonly concurrency?: number;
+  /** How long `stop()` waits for jobs in hand (default 30 000 ms). */
+  readonly drainTimeoutMs?: number;
+}
+
+interface InFlight {
+  readonly job: StoredJob;
+  readonly controller: AbortController;
+  renew: NodeJS.Timeout | undefined;
+  finished: boolean;
+  done: Promise<void>;
+}
+
+/**
+ * Leases due jobs, runs their handlers, and records done / retry / dead. Any number of workers
+ * may share one database; the repository's guarded claim keeps each job with one of them.
+ */
+export class Worker {
+  readonly owner: string;
+  private readonly o: Required<Omit<WorkerOptions, 'owner'>>;
+  private readonly inFlight = new Map<JobId, InFlight>();
+  private readonly claims = new Set<Promise<unknown>>();
+  private reserved = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private looping = false;
+  private ticking = false;
+  private again = false;
+  private stopped: Promise<boolean> | undefined;
+
+  constructor(options: WorkerOptions) {
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    this.o = {
+      leaseSeconds: 60, pollIntervalMs: 1000, maxAttempts: 10, backoff: exponentialBackoff(), concurrency: 4,
+      drainTimeoutMs: 30_000, ...withoutUndefined(options),
+    };
+    if (!Number.isInteger(this.o.leaseSeconds) || this.o.leaseSeconds < 1) throw new Error('leaseSeconds must be a whole number ≥ 1');
+    if (this.o.maxAttempts < 1 || this.o.concurrency < 1) throw new Error('maxAttempts and concurrency must be ≥ 1');
+  }
+
+  /** Starts the poll loop (setTimeout-based: one poll at a time). Throws after `stop()`. */
+  start(): void {
+    if (this.stopped !== undefined) throw new Error('worker stopped');
+    if (this.looping) return;
+    this.looping = true;
+    this.schedule(0);
+  }
+
+  /**
+   * Claims the jobs due now (up to the free slots), runs them, and resolves with how many it ran
+   * once they have all finished and been recorded. Used by the loop and by tests.
+   */
+  async runOnce(): Promise<number> {
+    const runs = await this.claimAndStart();
+    await Promise.all(runs);
+    return runs.length;
+  }
+
+  /**
+   * Stops taking jobs and waits for the jobs in hand. Resolves true once idle, or false after
+   * `timeoutMs`: the jobs still running are then given up (their signal aborted, their leases no
+   * longer renewed) so another worker takes them over once the leases run out. Idempotent.
+   */
+  stop(timeoutMs = this.o.drainTimeoutMs): Promise<boolean> {
+    this.stopped ??= this.drain(timeoutMs);
+    return this.stopped;
+  }
+
+  private async drain(timeoutMs: number): Promise<boolean> {
+    this.looping = false;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    let deadline: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<false>((resolve) => {
+      deadline = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const idle = (async () => {
+      // A claim in progress still hands us jobs: wait for it, then for what it started.
+      while (this.claims.size > 0 || this.inFlight.size > 0) {
+        await Promise.allSettled([...this.claims, ...[...this.inFlight.values()].map((f) => f.done)]);
+      }
+      return true as const;
+    })();
+    const drained = await Promise.race([idle, timedOut]);
+    clearTimeout(deadline);
+    if (!drained) {
+      for (const flight of this.inFlight.values()) {
+        clearInterval(flight.renew);
+        flight.controller.abort(new Error('worker stopped; job left to its lease'));
+        this.o.logger.warn({ job: flight.job.id, name: flight.job.name }, 'drain timeout: job left to its lease');
+      }
+    }
+    return drained;
+  }
+
+  private schedule(ms: number): void {
+    this.timer = setTimeout(() => void this.tick(), ms);
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = undefined;
+    this.ticking = true;
+    this.again = false;
+    let more = false;
+    try {
+      const room = this.room();
+      const started = (await this.claimAndStart()).length;
+      // A full batch means more may be due; otherwise wait for a slot to free (`wake`) or the interval.
+      more = started > 0 && started === room && this.room() > 0;
+    } catch (err) {
+      this.o.logger.error({ err }, 'job poll failed');
+    }
+    this.ticking = false;
+    if (this.looping) this.schedule(more || this.again ? 0 : this.o.pollIntervalMs);
+  }
+
+  // A finished job frees a slot: poll now instead of waiting out the interval.
+  private wake(): void {
+    if (!this.looping) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.schedule(0);
+  }
+
+  private room(): number {
+    return Math.max(0, this.o.concurrency - this.inFlight.size - this.reserved);
+  }
+
+  private async claimAndStart(): Promise<Promise<void>[]> {
+    const room = this.room();
+    if (this.stopped !== undefined || room === 0) return [];
+    this.reserved += room;
+    const claim = this.o.repo.claimDue(this.owner, this.o.clock.nowSeconds(), this.o.leaseSeconds, room);
+    this.claims.add(claim);
+    try {
+      return (await claim).map((job) => this.startJob(job));
+    } finally {
+      this.claims.delete(claim);
+      this.reserved -= room;
+    }
+  }
+
+  private startJob(job: StoredJob): Promise<void> {
+    const flight: InFlight = { job, controller: new AbortController(), renew: undefined, finished: false, done: Promise.resolve() };
+    flight.renew = setInterval(() => void this.renew(flight), (this.o.leaseSeconds * 1000) / 3);
+    flight.renew.unref();
+    this.inFlight.set(job.id, flight);
+    flight.done = this.execute(flight).finally(() => {
+      this.inFlight.delete(job.id);
+      this.wake();
+    });
+    return flight.done;
+  }
+
+  private async execute(flight: InFlight): Promise<void> {
+    const { job } = flight;
+    const startedMs = Date.now();
+    let failure: unknown;
+    let failed = false;
+    try {
+      if (!isJobName(job.name)) throw new Error(`no handler for job name ${job.name}`);
+      const handler = this.o.handlers[job.name] as (payload: unknown, ctx: JobContext) => Promise<void>;
+      await handler(job.payload, { id: job.id, name: job.name, attempts: job.attempts, signal: flight.controller.signal });
+    } catch (err) {
+      failed = true;
+      failure = err;
+    }
+    flight.finished = true;
+    clearInterval(flight.renew);
+    const log = { job: job.id, name: job.name, attempts: job.attempts, ms: Date.now() - startedMs };
+    try {
+      const now = this.o.clock.nowSeconds();
+      const error = failure instanceof Error ? failure.message : String(failure);
+      let recorded: boolean;
+      if (!failed) {
+        recorded = await this.o.repo.markDone(job.id, this.owner, now);
+        this.o.logger.info(log, 'job done');
+      } else if (job.attempts >= this.o.maxAttempts) {
+        recorded = await this.o.repo.markDead(job.id, this.owner, error, now);
+        this.o.logger.error({ ...log, err: failure }, 'job failed for the last time: dead');
+      } else {
+        const retryIn = this.o.backoff(job.attempts);
+        recorded = await this.o.repo.markRetry(job.id, this.owner, now + retryIn, error, now);
+        this.o.logger.warn({ ...log, err: failure, retryIn }, 'job failed: will retry');
+      }
+      // Another worker took the job over after our lease ran out: its outcome is the one that counts.
+      if (!recorded) this.o.logger.warn(log, 'job outcome not recorded: lease lost');
+    } catch (err) {
+      // The lease runs out and another worker retries the job.
+      this.o.logger.error({ ...log, err }, 'job outcome not recorded: storage failed');
+    }
+  }
+
+  private async renew(flight: InFlight): Promise<void> {
+    try {
+      const until = this.o.clock.nowSeconds() + this.o.leaseSeconds;
+      const held = await this.o.repo.extendLease(flight.job.id, this.owner, until);
+      if (held || flight.finished || flight.controller.signal.aborted) return;
+      clearInterval(flight.renew);
+      flight.controller.abort(new Error('lease lost'));
+      this.o.logger.warn({ job: flight.job.id, name: flight.job.name }, 'lease lost: another worker may run the job');
+    } catch (err) {
+      this.o.logger.warn({ job: flight.job.id, err }, 'lease renewal failed');
+    }
+  }
+}
+
+function withoutUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,68 @@
+import type { Customer, CustomerId } from '../core/index.js';
+import { customerId } from '../core/index.js';
+import type { Db } from './database.js';
+import type { CustomersTable } from './schema.js';
+import type { Selectable } from 'kysely';
+
+export interface NewCustomer {
+  readonly name: string;
+  readonly email: string;
+  readonly currency: string;
+  readonly creditLimitMinor: number;
+  readonly country: string;
+  readonly locale: string;
+  readonly timezone: string;
+}
+
+const COLUMNS = [
+  'id', 'name', 'email', 'currency', 'credit_limit_minor', 'used_minor', 'country', 'locale', 'timezone', 'created_at',
+] as const;
+
+function toCustomer(row: Pick<Selectable<CustomersTable>, (typeof COLUMNS)[number]>): Customer {
+  return {
+    id: customerId(row.id),
+    name: row.name,
+    email: row.email,
+    currency: row.currency,
+    creditLimitMinor: row.credit_limit_minor,
+    usedMinor: row.used_minor,
+    country: row.country,
+    locale: row.locale,
+    timezone: row.timezone,
+    createdAt: row.created_at,
+  };
+}
+
+/** Customers (accounts) and their credit. */
+export class CustomersRepo {
+  constructor(private readonly db: Db) {}
+
+  async create(input: NewCustomer, now: number): Promise<Customer> {
+    const row = await this.db.kysely
+      .insertInto('customers')
+      .values({
+        name: input.name,
+        email: input.email,
+        currency: input.currency,
+        credit_limit_minor: input.creditLimitMinor,
+        country: input.country,
+        locale: input.locale,
+        timezone: input.timezone,
+        created_at: now,
+        updated_at: now,
+      })
+      .returning(COLUMNS)
+      .executeTakeFirstOrThrow();
+    return toCustomer(row);
+  }
+
+  async byId(id: CustomerId): Promise<Customer | undefined> {
+    const row = await this.db.kysely.selectFrom('customers').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+    return row === undefined ? undefined : toCustomer(row);
+  }
+
+  async list(): Promise<Customer[]> {
+    const rows = await this.db.kysely.selectFrom('customers').select(COLUMNS).orderBy('id').execute();
+    return rows.map(toCustomer);
+  }
+}

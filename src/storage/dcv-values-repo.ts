@@ -1,0 +1,47 @@
+import type { CustomerId } from '../core/index.js';
+import type { Db } from './database.js';
+
+/** DCV values (DESIGN §5.6): one random value per (customer, CA brand, CSR SHA-256), valid 30 days. */
+export class DcvValuesRepo {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * The live value for the key, or `candidate` stored as the new value when there is none or the
+   * old one expired. Concurrent callers all get the one value that won. Returns the value in force.
+   */
+  async getOrCreate(key: { customerId: CustomerId; caBrand: string; csrSha256: string }, candidate: string, now: number, ttlSeconds: number): Promise<string> {
+    const where = this.db.kysely
+      .selectFrom('dcv_values')
+      .select(['value', 'expires_at'])
+      .where('customer_id', '=', key.customerId)
+      .where('ca_brand', '=', key.caBrand)
+      .where('csr_sha256', '=', key.csrSha256);
+    const existing = await where.executeTakeFirst();
+    if (existing !== undefined && existing.expires_at > now) return existing.value;
+    if (existing !== undefined) {
+      // Guarded: only an expired value is replaced, so a racing renewal is not overwritten.
+      await this.db.kysely
+        .updateTable('dcv_values')
+        .set({ value: candidate, created_at: now, expires_at: now + ttlSeconds })
+        .where('customer_id', '=', key.customerId)
+        .where('ca_brand', '=', key.caBrand)
+        .where('csr_sha256', '=', key.csrSha256)
+        .where('expires_at', '<=', now)
+        .execute();
+    } else {
+      await this.db.kysely
+        .insertInto('dcv_values')
+        .values({ customer_id: key.customerId, ca_brand: key.caBrand, csr_sha256: key.csrSha256, value: candidate, created_at: now, expires_at: now + ttlSeconds })
+        .onConflict((oc) => oc.columns(['customer_id', 'ca_brand', 'csr_sha256']).doNothing())
+        .execute();
+    }
+    const row = await where.executeTakeFirstOrThrow();
+    return row.value;
+  }
+
+  /** Deletes values that expired before `before`; for housekeeping. Returns how many. */
+  async purgeExpired(before: number): Promise<number> {
+    const res = await this.db.kysely.deleteFrom('dcv_values').where('expires_at', '<', before).executeTakeFirst();
+    return Number(res.numDeletedRows);
+  }
+}

@@ -1,0 +1,227 @@
+import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
+import { jobId, type JobId } from '../core/index.js';
+import { JOB_STATUSES, type JobName, type JobPayloads, type JobStatus } from '../core/jobs.js';
+import type { Db } from './database.js';
+import type { DB, JobsTable } from './schema.js';
+
+export interface NewJob<N extends JobName> {
+  readonly name: N;
+  readonly payload: JobPayloads[N];
+  /** When the job becomes due, in whole UTC seconds. */
+  readonly runAt: number;
+  /** At most one queued or running job holds a key; finished jobs release theirs. */
+  readonly uniqueKey?: string;
+  /**
+   * Moves `uniqueKey` from this running job to the new one, atomically: how a job schedules its
+   * own successor under the key it holds (see `ensureRecurring`).
+   */
+  readonly takeKeyFrom?: JobId;
+}
+
+export interface EnqueueResult {
+  readonly id: JobId;
+  /** False when a queued or running job already held the unique key (its id is returned). */
+  readonly created: boolean;
+}
+
+/** A job row as stored. `name` is a string: a row may come from a newer build (see `isJobName`). */
+export interface StoredJob {
+  readonly id: JobId;
+  readonly name: string;
+  readonly payload: unknown;
+  readonly uniqueKey: string | null;
+  readonly status: JobStatus;
+  readonly runAt: number;
+  readonly attempts: number;
+  readonly leaseOwner: string | null;
+  readonly leaseExpiresAt: number | null;
+  readonly lastError: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+const COLUMNS = [
+  'id', 'name', 'payload', 'unique_key', 'status', 'run_at', 'attempts', 'lease_owner', 'lease_expires_at', 'last_error',
+  'created_at', 'updated_at',
+] as const;
+
+// Errors are for operators reading the row, not a place to keep whole stack traces.
+const MAX_ERROR_LENGTH = 2000;
+
+/**
+ * Claimable at `now`: queued and due, or running under a lease that has run out. A lease is held
+ * through `lease_expires_at` inclusive (whole seconds), so a one-second lease lasts at least one
+ * full second.
+ */
+function claimable(now: number) {
+  return (eb: ExpressionBuilder<DB, 'jobs'>) =>
+    eb.or([
+      eb.and([eb('status', '=', 'queued'), eb('run_at', '<=', now)]),
+      eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', now)]),
+    ]);
+}
+
+/**
+ * The durable job queue. Every state change is one UPDATE guarded by the state it expects, so
+ * several workers (processes, or machines on PostgreSQL) can share the table safely.
+ */
+export class JobsRepo {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Adds a job. With `uniqueKey`, a queued or running job that holds the key is kept and its id
+   * returned with `created: false` (INSERT … ON CONFLICT DO NOTHING on `unique_key`).
+   */
+  async enqueue<N extends JobName>(job: NewJob<N>, now: number): Promise<EnqueueResult> {
+    const values = {
+      name: job.name, payload: JSON.stringify(job.payload), unique_key: job.uniqueKey ?? null, status: 'queued',
+      run_at: job.runAt, lease_owner: null, lease_expires_at: null, last_error: null, created_at: now, updated_at: now,
+    };
+    // A conflicting job can finish (and release the key) between our INSERT and SELECT: try again.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const result = await this.db.kysely.transaction().execute(async (trx) => {
+        if (job.takeKeyFrom !== undefined && job.uniqueKey !== undefined) {
+          await trx.updateTable('jobs').set({ unique_key: null, updated_at: now })
+            .where('id', '=', job.takeKeyFrom).where('unique_key', '=', job.uniqueKey).where('status', '=', 'running')
+            .execute();
+        }
+        const inserted = await trx.insertInto('jobs').values(values)
+          .onConflict((oc) => oc.column('unique_key').doNothing())
+          .returning('id').executeTakeFirst();
+        if (inserted !== undefined) return { id: jobId(inserted.id), created: true };
+        const held = await trx.selectFrom('jobs').select('id').where('unique_key', '=', job.uniqueKey ?? '').executeTakeFirst();
+        return held === undefined ? undefined : { id: jobId(held.id), created: false };
+      });
+      if (result !== undefined) return result;
+    }
+    throw new Error(`enqueue ${job.name}: unique key ${job.uniqueKey ?? ''} kept changing hands`);
+  }
+
+  /**
+   * Leases up to `limit` claimable jobs (see `claimable`) to `owner` until `now + leaseSeconds`,
+   * earliest `run_at` first, and returns them with `attempts` incremented. A job is never leased
+   * to two owners at once: PostgreSQL locks the candidates with FOR UPDATE SKIP LOCKED (other
+   * workers skip them instead of waiting), SQLite takes the write lock first (BEGIN IMMEDIATE),
+   * and on both the UPDATE repeats the claimable condition, so a row someone else took is not
+   * changed and not returned.
+   */
+  async claimDue(owner: string, now: number, leaseSeconds: number, limit: number): Promise<StoredJob[]> {
+    if (!(leaseSeconds >= 1)) throw new Error('leaseSeconds must be at least 1');
+    if (limit <= 0) return [];
+    const rows = await this.inWriteTransaction(async (trx) => {
+      let candidates = trx.selectFrom('jobs').select('id').where(claimable(now)).orderBy('run_at').orderBy('id').limit(limit);
+      if (this.db.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
+      const ids = (await candidates.execute()).map((r) => r.id);
+      if (ids.length === 0) return [];
+      return trx.updateTable('jobs')
+        .set((eb) => ({
+          status: 'running', lease_owner: owner, lease_expires_at: now + leaseSeconds, attempts: eb('attempts', '+', 1),
+          updated_at: now,
+        }))
+        .where('id', 'in', ids).where(claimable(now))
+        .returning(COLUMNS).execute();
+    });
+    return rows.map(toJob).sort((a, b) => a.runAt - b.runAt || a.id - b.id);
+  }
+
+  /** Marks a job leased to `owner` as done, releasing its unique key. False if `owner` no longer holds it. */
+  async markDone(id: JobId, owner: string, now: number): Promise<boolean> {
+    return this.finish(id, owner, { status: 'done', unique_key: null, lease_expires_at: null, last_error: null, updated_at: now });
+  }
+
+  /**
+   * Puts a job leased to `owner` back in the queue to run at `runAt`, recording the error.
+   * False if `owner` no longer holds it (its lease was taken over: the new owner decides).
+   */
+  async markRetry(id: JobId, owner: string, runAt: number, error: string, now: number): Promise<boolean> {
+    return this.finish(id, owner, {
+      status: 'queued', run_at: runAt, lease_owner: null, lease_expires_at: null, last_error: error.slice(0, MAX_ERROR_LENGTH),
+      updated_at: now,
+    });
+  }
+
+  /** Gives up on a job leased to `owner`, recording the error and releasing its unique key. False if `owner` no longer holds it. */
+  async markDead(id: JobId, owner: string, error: string, now: number): Promise<boolean> {
+    return this.finish(id, owner, {
+      status: 'dead', unique_key: null, lease_expires_at: null, last_error: error.slice(0, MAX_ERROR_LENGTH), updated_at: now,
+    });
+  }
+
+  /** Moves the lease of a job held by `owner` to `until`. False if `owner` no longer holds it. */
+  async extendLease(id: JobId, owner: string, until: number): Promise<boolean> {
+    return this.finish(id, owner, { lease_expires_at: until });
+  }
+
+  /** The job with this id, or undefined. */
+  async byId(id: JobId): Promise<StoredJob | undefined> {
+    const row = await this.db.kysely.selectFrom('jobs').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+    return row === undefined ? undefined : toJob(row);
+  }
+
+  /** How many jobs are in each status (every status present, zero when none); for metrics and tests. */
+  async countByStatus(): Promise<Record<JobStatus, number>> {
+    const rows = await this.db.kysely.selectFrom('jobs')
+      .select((eb) => ['status', eb.fn.countAll<number | string>().as('n')])
+      .groupBy('status').execute();
+    const counts = Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])) as Record<JobStatus, number>;
+    for (const row of rows) if (row.status in counts) counts[row.status as JobStatus] = Number(row.n);
+    return counts;
+  }
+
+  // The guard every worker-side transition shares: the job is running and leased to `owner`.
+  private async finish(id: JobId, owner: string, changes: Partial<Selectable<JobsTable>>): Promise<boolean> {
+    const res = await this.db.kysely.updateTable('jobs').set(changes)
+      .where('id', '=', id).where('status', '=', 'running').where('lease_owner', '=', owner)
+      .executeTakeFirst();
+    return res.numUpdatedRows > 0n;
+  }
+
+  // PostgreSQL: an ordinary transaction (row locks do the work). SQLite: BEGIN IMMEDIATE takes
+  // the write lock before the SELECT, so another process cannot claim between our read and write
+  // (a deferred transaction would instead fail with SQLITE_BUSY when it upgraded).
+  private async inWriteTransaction<T>(fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
+    if (this.db.dialect === 'postgres') return this.db.kysely.transaction().execute(fn);
+    return this.db.kysely.connection().execute(async (conn) => {
+      await sql`begin immediate`.execute(conn);
+      try {
+        const result = await fn(conn);
+        await sql`commit`.execute(conn);
+        return result;
+      } catch (err) {
+        await sql`rollback`.execute(conn).catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+}
+
+function toJob(row: Selectable<JobsTable>): StoredJob {
+  return {
+    id: jobId(row.id), name: row.name, payload: JSON.parse(row.payload) as unknown, uniqueKey: row.unique_key,
+    status: row.status as JobStatus, runAt: row.run_at, attempts: row.attempts, leaseOwner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at, lastError: row.last_error, createdAt: row.created_at, updatedAt: row.updated_at,
+  };
+}
+
+/**
+ * Makes sure the periodic job `name` exists exactly once, under the unique key
+ * `recurring:<name>`. Returns the id of the job that holds the key.
+ *
+ * The pattern: `main.ts` calls this at start (`after` omitted: the job runs at `now`, unless a
+ * run is already queued or running, which is kept). The handler does its work and then calls it
+ * again with `after: ctx.id`, which hands the key from the running job to its successor at
+ * `now + everySeconds`. If the process dies after the handoff, the re-run of the old job finds
+ * the successor holding the key and adds nothing; if it dies before, the re-run hands off then.
+ * A recurring job that goes dead breaks the chain until the next start calls this again.
+ */
+export async function ensureRecurring<N extends JobName>(
+  repo: Pick<JobsRepo, 'enqueue'>, name: N, payload: JobPayloads[N], everySeconds: number, now: number,
+  options: { readonly after?: JobId } = {},
+): Promise<JobId> {
+  const uniqueKey = `recurring:${name}`;
+  const base = { name, payload, uniqueKey };
+  const result = options.after === undefined
+    ? await repo.enqueue({ ...base, runAt: now }, now)
+    : await repo.enqueue({ ...base, runAt: now + everySeconds, takeKeyFrom: options.after }, now);
+  return result.id;
+}

@@ -1,0 +1,49 @@
+import { Migrator, type Migration, type MigrationProvider } from 'kysely';
+import type { Db } from './database.js';
+import { initial } from './migrations/0001-initial.js';
+import { hashStore } from './migrations/0002-hash-store.js';
+
+/** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
+function migrations(db: Db): Record<string, Migration> {
+  return {
+    '0001-initial': initial(db.dialect),
+    '0002-hash-store': hashStore(db.dialect),
+  };
+}
+
+/**
+ * Brings the schema to the latest version. Safe to run from several processes at once
+ * (Kysely takes a lock). Throws with the failing migration's name on error.
+ */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  // Kysely's migration lock is a no-op on SQLite: two processes starting on a fresh file race.
+  // Each migration runs in a transaction, so the loser's attempt rolls back; retry until the
+  // winner has committed and there is nothing left to do.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateOnce(db);
+    } catch (e) {
+      const text = String((e as Error).cause ?? e);
+      const raced = db.dialect === 'sqlite' && /SQLITE_BUSY|database is locked|already exists/.test(text);
+      if (!raced || attempt >= 20) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
+async function migrateOnce(db: Db): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(db) };
+  // Kysely looks for its bookkeeping tables in any schema unless told which: name ours, so that
+  // databases in separate schemas of one PostgreSQL (tests) never see each other's.
+  const migrator = new Migrator({
+    db: db.kysely,
+    provider,
+    ...(db.dialect === 'postgres' && db.schema !== undefined ? { migrationTableSchema: db.schema } : {}),
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error !== undefined) {
+    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(error)}`, { cause: error });
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,209 @@
+import type { Generated } from 'kysely';
+
+// Row types of every table, as Kysely sees them. Times are whole UTC seconds, money integer
+// minor units, booleans 0/1, lists and nested request data JSON text. Migrations create these.
+
+export interface CustomersTable {
+  id: Generated<number>;
+  name: string;
+  email: string;
+  currency: string;
+  credit_limit_minor: number;
+  used_minor: Generated<number>;
+  country: string;
+  locale: string;
+  timezone: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface UsersTable {
+  id: Generated<number>;
+  customer_id: number;
+  username: string;
+  full_name: string;
+  email: string;
+  mobile: string | null;
+  password_hash: string;
+  /** Comma-separated role names. */
+  roles: string;
+  active: number;
+  timezone: string | null;
+  locale: string | null;
+  special_product_availability: Generated<number>;
+  two_factor_enabled: Generated<number>;
+  created_at: number;
+  updated_at: number;
+  password_changed_at: number;
+  deleted_at: number | null;
+}
+
+export interface ApiApplicationsTable {
+  id: Generated<number>;
+  customer_id: number;
+  user_id: number;
+  name: string;
+  client_id: string;
+  /** SHA-256 (hex) of the client secret: 256 random bits need no slow hash. */
+  secret_hash: string;
+  /** Space-separated scopes the application may ask for. */
+  scopes: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface OauthTokensTable {
+  id: Generated<number>;
+  token_hash: string;
+  kind: 'access' | 'refresh';
+  /** Random id shared by the tokens of one grant, so a refresh chain can be revoked whole. */
+  family: string;
+  application_id: number | null;
+  user_id: number;
+  customer_id: number;
+  scopes: string;
+  auth_type: 'API' | 'UI';
+  expires_at: number;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface OrdersTable {
+  id: Generated<number>;
+  customer_id: number;
+  partner_order_id: string;
+  /** SHA-256 of the canonical request, so a retried POST can be told from a different one. */
+  request_hash: string;
+  product_code: string;
+  product_type: string;
+  ca_brand: string;
+  validation_level: string | null;
+  common_name: string;
+  major_status: string;
+  minor_status: string;
+  dv_auth_method: string | null;
+  signature_hash_algorithm: string;
+  validity_period: number;
+  server_count: number;
+  /** JSON array of the SAN host names. */
+  san_names: string;
+  params_json: string;
+  contacts_json: string;
+  organization_json: string | null;
+  csr_pem: string | null;
+  csr_sha256: string | null;
+  price_minor: number;
+  currency: string;
+  billing_status: string;
+  order_date: number;
+  update_date: number;
+  issued_at: number | null;
+  term_end: number | null;
+  failure_reason: string | null;
+}
+
+export interface OrderNamesTable {
+  id: Generated<number>;
+  order_id: number;
+  name: string;
+  method: string;
+  status: string;
+  approver_email: string | null;
+  validated_at: number | null;
+  last_checked_at: number | null;
+  last_problem: string | null;
+}
+
+export interface DcvValuesTable {
+  customer_id: number;
+  ca_brand: string;
+  csr_sha256: string;
+  value: string;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface CertificatesTable {
+  id: Generated<number>;
+  order_id: number | null;
+  customer_id: number | null;
+  issuer_id: string;
+  serial: string;
+  pem: string;
+  chain_pem: string;
+  pkcs7_pem: string;
+  not_before: number;
+  not_after: number;
+  revoked_at: number | null;
+  revocation_reason: number | null;
+  created_at: number;
+}
+
+export interface LedgerTable {
+  id: Generated<number>;
+  customer_id: number;
+  order_id: number | null;
+  kind: string;
+  amount_minor: number;
+  created_at: number;
+}
+
+export interface JobsTable {
+  id: Generated<number>;
+  name: string;
+  payload: string;
+  unique_key: string | null;
+  status: string;
+  run_at: number;
+  attempts: Generated<number>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AuditEventsTable {
+  id: Generated<number>;
+  at: number;
+  customer_id: number | null;
+  actor: string;
+  client_address: string | null;
+  action: string;
+  subject: string | null;
+  details: string | null;
+}
+
+export interface DB {
+  customers: CustomersTable;
+  users: UsersTable;
+  api_applications: ApiApplicationsTable;
+  oauth_tokens: OauthTokensTable;
+  orders: OrdersTable;
+  order_names: OrderNamesTable;
+  dcv_values: DcvValuesTable;
+  certificates: CertificatesTable;
+  ledger: LedgerTable;
+  jobs: JobsTable;
+  audit_events: AuditEventsTable;
+  kv_keys: KvKeysTable;
+  kv_entries: KvEntriesTable;
+}
+
+export interface KvKeysTable {
+  id: Generated<number>;
+  customer_id: number;
+  /** SHA-256 (hex) of the hash-store key: the key itself is shown once and never stored. */
+  key_hash: string;
+  label: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface KvEntriesTable {
+  customer_id: number;
+  /** Lower-cased host name the hash was filed for. */
+  name: string;
+  hash: string;
+  updated_at: number;
+}

@@ -1,0 +1,124 @@
+import type { ApplicationId, CustomerId, Principal, Scope, UserId } from '../core/index.js';
+import { applicationId, customerId, parseScopes, userId } from '../core/index.js';
+import type { Db } from './database.js';
+import { parseRoles } from './users-repo.js';
+
+export interface NewToken {
+  readonly hash: string;
+  readonly kind: 'access' | 'refresh';
+  readonly family: string;
+  readonly applicationId: ApplicationId | null;
+  readonly userId: UserId;
+  readonly customerId: CustomerId;
+  readonly scopes: readonly Scope[];
+  readonly authType: 'API' | 'UI';
+  readonly expiresAt: number;
+}
+
+export interface StoredToken extends Principal {
+  readonly kind: 'access' | 'refresh';
+  readonly family: string;
+}
+
+/** OAuth2 tokens, stored only as SHA-256 hashes. */
+export class TokensRepo {
+  constructor(private readonly db: Db) {}
+
+  async insert(tokens: readonly NewToken[], now: number): Promise<void> {
+    await this.db.kysely
+      .insertInto('oauth_tokens')
+      .values(
+        tokens.map((t) => ({
+          token_hash: t.hash,
+          kind: t.kind,
+          family: t.family,
+          application_id: t.applicationId,
+          user_id: t.userId,
+          customer_id: t.customerId,
+          scopes: t.scopes.join(' '),
+          auth_type: t.authType,
+          expires_at: t.expiresAt,
+          created_at: now,
+          revoked_at: null,
+        })),
+      )
+      .execute();
+  }
+
+  /**
+   * The live token with this hash: not revoked, not expired, its user active and not deleted,
+   * its application not revoked; with the account settings. One query: this runs on every
+   * authenticated request that misses the principal cache.
+   */
+  async findLive(hash: string, now: number): Promise<StoredToken | undefined> {
+    const row = await this.db.kysely
+      .selectFrom('oauth_tokens as t')
+      .innerJoin('users as u', 'u.id', 't.user_id')
+      .innerJoin('customers as c', 'c.id', 't.customer_id')
+      .leftJoin('api_applications as a', 'a.id', 't.application_id')
+      .select([
+        't.kind', 't.family', 't.application_id', 't.user_id', 't.customer_id', 't.scopes', 't.auth_type', 't.expires_at',
+        'u.roles', 'a.revoked_at as app_revoked_at', 'u.locale as user_locale', 'u.timezone as user_timezone',
+        'c.currency', 'c.country', 'c.locale', 'c.timezone',
+      ])
+      .where('t.token_hash', '=', hash)
+      .where('t.revoked_at', 'is', null)
+      .where('t.expires_at', '>', now)
+      .where('u.active', '=', 1)
+      .where('u.deleted_at', 'is', null)
+      .executeTakeFirst();
+    if (row === undefined || row.app_revoked_at !== null) return undefined;
+    return {
+      kind: row.kind,
+      family: row.family,
+      applicationId: row.application_id === null ? null : applicationId(row.application_id),
+      userId: userId(row.user_id),
+      customerId: customerId(row.customer_id),
+      scopes: parseScopes(row.scopes).scopes,
+      roles: parseRoles(row.roles),
+      authType: row.auth_type,
+      expiresAt: row.expires_at,
+      account: {
+        currency: row.currency,
+        country: row.country,
+        locale: row.user_locale ?? row.locale,
+        timezone: row.user_timezone ?? row.timezone,
+      },
+    };
+  }
+
+  /**
+   * Revokes the token with this hash, and with it every token of its family (a refresh token
+   * and the access tokens it minted). Returns how many tokens were revoked.
+   */
+  async revokeFamilyOf(hash: string, now: number, onlyApplication?: ApplicationId): Promise<number> {
+    let q = this.db.kysely.selectFrom('oauth_tokens').select('family').where('token_hash', '=', hash);
+    if (onlyApplication !== undefined) q = q.where('application_id', '=', onlyApplication);
+    const row = await q.executeTakeFirst();
+    if (row === undefined) return 0;
+    const res = await this.db.kysely
+      .updateTable('oauth_tokens')
+      .set({ revoked_at: now })
+      .where('family', '=', row.family)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows);
+  }
+
+  /** Revokes one token, if live. Returns whether it was (the refresh grant consumes tokens with it). */
+  async revokeOne(hash: string, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('oauth_tokens')
+      .set({ revoked_at: now })
+      .where('token_hash', '=', hash)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return res.numUpdatedRows > 0n;
+  }
+
+  /** Deletes tokens that expired before `before`; for housekeeping. */
+  async purgeExpired(before: number): Promise<number> {
+    const res = await this.db.kysely.deleteFrom('oauth_tokens').where('expires_at', '<', before).executeTakeFirst();
+    return Number(res.numDeletedRows);
+  }
+}

@@ -1,0 +1,5 @@
+// Checks of names, CSRs and, later, domain control: input in, result out; never writes.
+export * from './base-domain.js';
+export * from './csr.js';
+export * from './keygen.js';
+export * from './names.js';

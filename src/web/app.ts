@@ -1,0 +1,119 @@
+import Fastify, { LogController } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { CertdeskError } from '../core/index.js';
+import { addAuthEnforcement, addAuthResolution } from './auth.js';
+import { parseBody } from './body-parser.js';
+import { applyAliases, canonicalUrl } from './compat.js';
+import { handleError, handleNotFound } from './envelope.js';
+import { registerOps, type OpsDeps } from './ops/routes.js';
+import { registerOpenApi } from './ops/openapi.js';
+import { registerOAuth } from './oauth/routes.js';
+import { registerRest, type RestDeps } from './rest/index.js';
+import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.js';
+import type { AccessEntry, App } from './types.js';
+
+export interface WebOptions {
+  readonly bodyLimit: number;
+  readonly trustProxy: TrustProxy;
+  /** Requests per minute per API application (all its tokens together). */
+  readonly rateLimit: number;
+  /** Requests per minute per client address without a valid token. */
+  readonly rateLimitAnonymous: number;
+  readonly publicUrl: string;
+  /** pino logger; false for none (tests, benchmarks). */
+  readonly logger: Logger | false;
+}
+
+export type WebDeps = RestDeps & OpsDeps & Parameters<typeof registerOAuth>[1];
+
+/**
+ * Builds the HTTP front end: /rest/v1, /oauth2, operations routes and the OpenAPI document.
+ * Every route is parse → one ra call → render; errors leave as the DESIGN §5.1 envelope.
+ */
+export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App> {
+  const app = Fastify({
+    loggerInstance: options.logger === false ? undefined : options.logger,
+    logger: options.logger === false ? false : undefined,
+    bodyLimit: options.bodyLimit,
+    trustProxy: fastifyTrustProxy(options.trustProxy),
+    // A caller's X-Request-Id is kept when it is a sane token, else replaced (it goes into logs).
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
+    },
+    // Health probes and metric scrapes would drown the request log.
+    logController: new LogController({
+      requestIdLogLabel: 'requestId',
+      disableRequestLogging: (request) => ['/healthz', '/readyz', '/metrics'].includes(request.url),
+    }),
+    // Query strings go through the same tolerant rules as bodies; keep Fastify's coercion on.
+    ajv: { customOptions: { coerceTypes: 'array', allErrors: true, removeAdditional: false, useDefaults: true } },
+    // FQDNs in paths reach 253 characters; the router's default limit is 100.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
+    // Errors the router raises before any route (bad URL encoding) leave as the envelope too.
+    frameworkErrors: (error, request, reply) => handleError(error, request, reply),
+    // A client may not hold a request open forever (slow bodies); keep-alive idles are cut too.
+    requestTimeout: 30_000,
+    // Misspelled paths of the original service (DESIGN §5.2) reach their canonical routes.
+    rewriteUrl: (req) => canonicalUrl(req.url ?? '/'),
+    connectionTimeout: 60_000,
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  app.setErrorHandler(handleError);
+  // The request id (ours, or the caller's X-Request-Id) goes back on every response, for support.
+  app.addHook('onRequest', (request, reply, done) => {
+    void reply.header('x-request-id', request.id);
+    done();
+  });
+  app.setNotFoundHandler(handleNotFound);
+
+  // Step 1: bodies. One parser for every content type (DESIGN §5.2): JSON whatever the label.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
+    try {
+      done(null, parseBody(body as string, request.headers['content-type']));
+    } catch (e) {
+      done(e as Error, undefined);
+    }
+  });
+
+  // Step 2: who is calling, rate limits by application (or user) or else by address, then scope and role checks.
+  addAuthResolution(app, deps.oauth);
+  await app.register(rateLimit, {
+    global: true,
+    timeWindow: 60_000,
+    keyGenerator: (request) => request.rateKey ?? `a:${request.ip}`,
+    max: (_request, key) => (key.startsWith('a:') ? options.rateLimitAnonymous : options.rateLimit),
+    // Limit headers only on 429 (with Retry-After): on every response they cost ~5 % of a cheap request.
+    addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
+    addHeaders: { 'x-ratelimit-limit': true, 'x-ratelimit-remaining': true, 'x-ratelimit-reset': true, 'retry-after': true },
+    errorResponseBuilder: (_request, context) =>
+      Object.assign(new CertdeskError('rateLimited', `Too many requests: retry in ${Math.ceil(context.ttl / 1000)} s.`), {
+        statusCode: 429,
+        retryAfter: Math.ceil(context.ttl / 1000),
+      }),
+  });
+  addAuthEnforcement(app);
+  app.addHook('preValidation', async (request) => {
+    applyAliases(request.query);
+    applyAliases(request.body);
+  });
+
+  // Step 3: routes, recording who may call each (docs/access.md is generated from this).
+  const accessTable: AccessEntry[] = [];
+  app.decorate('accessTable', accessTable);
+  app.addHook('onRoute', (route) => {
+    const access = route.config?.access;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (access !== undefined) for (const method of methods) if (method !== 'HEAD') accessTable.push({ method, url: route.url, access });
+  });
+  await registerOpenApi(app, options.publicUrl);
+  registerOps(app, deps);
+  registerOAuth(app, deps);
+  await app.register(async (rest) => registerRest(rest as App, deps), { prefix: '/rest/v1' });
+  return app;
+}

@@ -1,0 +1,106 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { OAuthProblem, type OAuth } from '../../ra/oauth.js';
+import { toCertdeskError } from '../envelope.js';
+import type { App } from '../types.js';
+
+const TokenBody = Type.Object(
+  {
+    grant_type: Type.Optional(Type.String({ description: '`client_credentials` or `refresh_token`' })),
+    client_id: Type.Optional(Type.String()),
+    client_secret: Type.Optional(Type.String()),
+    scope: Type.Optional(Type.String({ description: 'Space-separated scopes: profile read quote write limit voucher order' })),
+    refresh_token: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+
+const RevokeBody = Type.Object(
+  {
+    token: Type.String(),
+    token_type_hint: Type.Optional(Type.String()),
+    client_id: Type.Optional(Type.String()),
+    client_secret: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+
+const TokenResponse = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer(),
+  refresh_token: Type.String(),
+  scope: Type.String(),
+});
+
+/** Client credentials from HTTP Basic (RFC 6749 §2.3.1) or, failing that, the body. */
+function clientOf(request: FastifyRequest, body: { client_id?: string; client_secret?: string }) {
+  const auth = request.headers.authorization;
+  const m = auth === undefined ? null : /^Basic[ \t]+([A-Za-z0-9+/=]+)\s*$/i.exec(auth);
+  if (m?.[1] !== undefined) {
+    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon > 0) {
+      try {
+        return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)) };
+      } catch {
+        throw new OAuthProblem('invalid_client', 'the Basic credentials are not properly percent-encoded');
+      }
+    }
+  }
+  return { clientId: body.client_id, clientSecret: body.client_secret };
+}
+
+/** Token-endpoint errors are RFC 6749 §5.2 bodies, not the REST envelope. */
+function oauthError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  void reply.header('cache-control', 'no-store');
+  if (error instanceof OAuthProblem) {
+    if (error.status === 401) void reply.header('www-authenticate', 'Basic realm="certdesk"');
+    return reply.code(error.status).send({ error: error.code, error_description: error.message });
+  }
+  const err = toCertdeskError(error);
+  if (err.kind === 'internal') {
+    request.log.error({ err: error }, 'token endpoint failed');
+    return reply.code(500).send({ error: 'server_error', error_description: 'Internal server error.' });
+  }
+  if (err.kind === 'rateLimited' || err.kind === 'payloadTooLarge') {
+    const status = err.kind === 'rateLimited' ? 429 : 413;
+    const retry = (error as { retryAfter?: number }).retryAfter;
+    if (retry !== undefined) void reply.header('retry-after', String(retry));
+    return reply.code(status).send({ error: 'invalid_request', error_description: err.message });
+  }
+  return reply.code(400).send({ error: 'invalid_request', error_description: err.message });
+}
+
+/** POST /oauth2/token (form or JSON) and POST /oauth2/revoke (RFC 7009). */
+export function registerOAuth(app: App, deps: { oauth: OAuth }): void {
+  app.register(async (plugin) => {
+    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    scope.setErrorHandler(oauthError);
+    scope.post(
+      '/oauth2/token',
+      {
+        schema: { tags: ['oauth2'], summary: 'Obtain an access token', body: TokenBody, response: { 200: TokenResponse } },
+        config: { access: 'anonymous' },
+      },
+      async (request, reply) => {
+        const body = request.body;
+        const client = clientOf(request, body);
+        const tokens = await deps.oauth.token(
+          { grantType: body.grant_type, scope: body.scope, refreshToken: body.refresh_token, ...client },
+          request.ip,
+        );
+        return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
+      },
+    );
+    scope.post(
+      '/oauth2/revoke',
+      { schema: { tags: ['oauth2'], summary: 'Revoke a token (RFC 7009)', body: RevokeBody }, config: { access: 'anonymous' } },
+      async (request, reply) => {
+        await deps.oauth.revoke({ token: request.body.token, ...clientOf(request, request.body) }, request.ip);
+        return reply.header('cache-control', 'no-store').send({});
+      },
+    );
+  });
+}

@@ -1,0 +1,26 @@
+import type { Accounts } from '../../ra/accounts.js';
+import type { Shop } from '../../ra/shop.js';
+import type { Tools } from '../../ra/tools.js';
+import type { App } from '../types.js';
+import { registerLimit } from './limit.js';
+import { registerProducts } from './products.js';
+import { registerProfile } from './profile.js';
+import { registerQuote } from './quote.js';
+import { registerTools } from './tools.js';
+import { Failure } from './schemas.js';
+
+export interface RestDeps {
+  readonly accounts: Accounts;
+  readonly shop: Shop;
+  readonly tools: Tools;
+}
+
+/** The /rest/v1 API: one file per resource. */
+export function registerRest(app: App, deps: RestDeps): void {
+  app.addSchema(Failure);
+  registerProfile(app);
+  registerLimit(app, deps);
+  registerProducts(app, deps);
+  registerQuote(app, deps);
+  registerTools(app, deps);
+}

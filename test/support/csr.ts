@@ -1,0 +1,24 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface TestCsr {
+  readonly pem: string;
+  readonly commonName: string;
+}
+
+let cached: TestCsr | undefined;
+
+/** An RSA-2048 CSR made by the openssl CLI (once per test file), CN and SAN www.certdesk-test.com. */
+export function testCsr(): TestCsr {
+  if (cached !== undefined) return cached;
+  const dir = mkdtempSync(join(tmpdir(), 'csr-'));
+  const commonName = 'www.certdesk-test.com';
+  execFileSync('openssl', [
+    'req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'csr.pem'),
+    '-subj', `/C=DE/ST=Berlin/L=Berlin/O=Certdesk Test/CN=${commonName}`, '-addext', `subjectAltName=DNS:${commonName},DNS:certdesk-test.com`,
+  ], { stdio: 'ignore' });
+  cached = { pem: readFileSync(join(dir, 'csr.pem'), 'utf8'), commonName };
+  return cached;
+}

@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { migrateToLatest, openDatabase, type Db, type Dialect } from '../../src/storage/index.js';
+
+export interface TestDialect {
+  readonly dialect: Dialect;
+  /** A fresh, migrated, empty database (a new SQLite file in memory, or a new PostgreSQL database). */
+  open(): Promise<Db>;
+}
+
+const pgUrl = process.env.CERTDESK_TEST_DATABASE_URL;
+let warned = false;
+
+/**
+ * The dialects every storage test runs on (Kysely's DIALECTS pattern): SQLite always,
+ * PostgreSQL when CERTDESK_TEST_DATABASE_URL is set (CI sets it; without it the reason is printed).
+ */
+export function testDialects(): TestDialect[] {
+  const list: TestDialect[] = [{ dialect: 'sqlite', open: openSqlite }];
+  if (pgUrl !== undefined && pgUrl !== '') list.push({ dialect: 'postgres', open: () => openPostgres(pgUrl) });
+  else if (!warned) {
+    warned = true;
+    console.warn('PostgreSQL variants not run: CERTDESK_TEST_DATABASE_URL is not set');
+  }
+  return list;
+}
+
+async function openSqlite(): Promise<Db> {
+  const db = await openDatabase({ url: ':memory:' });
+  await migrateToLatest(db);
+  return db;
+}
+
+/**
+ * A fresh database per call, dropped on close. (Schemas in one shared database are not enough:
+ * Kysely's migrator introspects every schema it can see, and fails when a parallel test file
+ * drops its own schema in the middle of that scan.)
+ */
+async function openPostgres(url: string): Promise<Db> {
+  const name = `cdt_${randomBytes(6).toString('hex')}`;
+  const admin = async <R>(fn: (client: pg.Client) => Promise<R>): Promise<R> => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+  const own = new URL(url);
+  own.pathname = `/${name}`;
+  const db = await openDatabase({ url: own.toString(), poolSize: 5 });
+  const close = async () => {
+    await db.close();
+    // pg's Pool.end() resolves once it has asked each connection to close, not once they have.
+    // Dropping with FORCE while one is still closing kills it with an error nobody listens to, so
+    // wait (briefly) for the server to see them gone first.
+    await admin(async (c) => {
+      for (let i = 0; i < 100; i++) {
+        const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+        if (rows[0]?.n === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    });
+  };
+  try {
+    await migrateToLatest(db);
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { ...db, close };
+}

@@ -5,17 +5,19 @@ import { join, resolve } from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { systemClock, type Clock } from './core/index.js';
+import { BuiltinCa, SealedKeyStore, readOrCreateKeyFile, type BrandHierarchy } from './ca/index.js';
 import { Worker, type Handlers } from './jobs/index.js';
 import { Accounts } from './ra/accounts.js';
 import { HashStore } from './ra/hash-store.js';
 import { Housekeeping } from './ra/housekeeping.js';
 import { CatalogService, loadCatalog } from './ra/catalog.js';
 import { OAuth } from './ra/oauth.js';
+import { Pki } from './ra/pki.js';
 import { PrincipalCache } from './ra/principal-cache.js';
 import { Shop } from './ra/shop.js';
 import { Tools } from './ra/tools.js';
 import {
-  ApplicationsRepo, AuditRepo, CustomersRepo, DcvValuesRepo, JobsRepo, KvRepo, TokensRepo, UsersRepo, inTransaction, migrateToLatest, openDatabase, pingDatabase, type Db,
+  ApplicationsRepo, AuditRepo, CaRepo, CustomersRepo, DcvValuesRepo, JobsRepo, KvRepo, TokensRepo, UsersRepo, inTransaction, migrateToLatest, openDatabase, pingDatabase, type Db,
 } from './storage/index.js';
 import { buildApp } from './web/app.js';
 import { buildKvApp, type KvApp } from './web/kv/server.js';
@@ -35,6 +37,8 @@ export interface Services {
   readonly jobs: JobsRepo;
   readonly housekeeping: Housekeeping;
   readonly hashStore: HashStore;
+  readonly ca: BuiltinCa;
+  readonly pki: Pki;
   close(): Promise<void>;
 }
 
@@ -87,7 +91,65 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const housekeeping = new Housekeeping({ tokens, dcvValues, jobs, clock });
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? false, jobCounts: () => jobs.countByStatus() });
 
-  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, close: () => db.close() };
+  // The CA opens its sealed keys now: a wrong key file stops the start here, with its reason.
+  const keyFile = caKeyFile(config);
+  const caRepos = (d: Db) => ({ repo: new CaRepo(d), audit: new AuditRepo(d) });
+  const ca = new BuiltinCa({
+    ...caRepos(db),
+    keys: new SealedKeyStore(new CaRepo(db), readOrCreateKeyFile(keyFile), keyFile),
+    clock,
+    transact: (fn) => inTransaction(db, (tx) => fn(caRepos(tx))),
+    publicUrl: config.publicUrl ?? '',
+    brands: brandHierarchies(catalog),
+    ...(config.caMaxValidityDays === undefined ? {} : { privateMaxDays: config.caMaxValidityDays }),
+  });
+  await ca.load();
+  const pki = new Pki({ ca, jobs, clock });
+
+  const close = async () => {
+    await ca.flush();
+    await db.close();
+  };
+  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, close };
+}
+
+/** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */
+export function caKeyFile(config: Config): string {
+  if (config.caKeyFile !== undefined && config.caKeyFile !== '') return config.caKeyFile;
+  const dir = resolve(config.dataDir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return join(dir, 'ca-keys.secret');
+}
+
+/** The CA's view of each catalog brand: its hierarchy id, chains, and whether it sells code signing or S/MIME. */
+function brandHierarchies(catalog: CatalogService): BrandHierarchy[] {
+  const types = new Map<string, Set<string>>();
+  for (const code of catalog.productCodes()) {
+    const p = catalog.product(code);
+    if (!types.has(p.brand)) types.set(p.brand, new Set());
+    types.get(p.brand)!.add(p.type);
+  }
+  return catalog.brands().map((b) => ({
+    id: b.id, name: b.name, issuer: b.issuer, signatureHashAlgorithms: b.signatureHashAlgorithms,
+    codeSigning: types.get(b.id)?.has('CODESIGN') ?? false, smime: types.get(b.id)?.has('SMIME') ?? false,
+  }));
+}
+
+/** `ca init`, tolerant of another process doing the same at the same moment. */
+export async function initCa(ca: BuiltinCa, logger: Pick<Logger, 'info' | 'warn'>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const created = await ca.init({ log: (line) => logger.info(line) });
+      if (created.length > 0) logger.info({ created }, 'CA hierarchy created');
+      return;
+    } catch (err) {
+      await ca.load();
+      if (ca.isInitialized()) return;
+      if (attempt >= 5) throw err;
+      logger.warn({ err }, 'CA init raced with another process: retrying');
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
 }
 
 /** A pino logger that never writes secrets; to stdout unless given another destination. */
@@ -106,6 +168,7 @@ export function createWorker(services: Services, logger: Logger): Worker {
   const { housekeeping } = services;
   const handlers = {
     'housekeeping.purge': (payload, ctx) => housekeeping.purgeExpired(payload, ctx),
+    'ca.refresh-crls': (payload, ctx) => services.pki.refreshCrls(payload, ctx),
   } satisfies Handlers;
   return new Worker({ repo: services.jobs, handlers, clock: services.clock, logger: logger.child({ component: 'worker' }) });
 }
@@ -129,6 +192,7 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       tools: services.tools,
       metrics: services.metrics,
       ready: () => pingDatabase(services.db),
+      pki: services.pki,
     },
   );
 }
@@ -177,6 +241,8 @@ export async function run(config: Config, roles: Roles): Promise<{ app?: App; st
   }
 
   try {
+    // First start: the CA hierarchy of every brand (several processes starting at once: one creates, the others wait for it).
+    if ((roles.api || roles.worker) && !services.ca.isInitialized()) await initCa(services.ca, logger);
     if (roles.api) {
       app = await createWebApp(services, logger);
       await app.listen({ host: config.host, port: config.port });
@@ -188,6 +254,7 @@ export async function run(config: Config, roles: Roles): Promise<{ app?: App; st
     if (roles.worker) {
       worker = createWorker(services, logger);
       await services.housekeeping.schedule();
+      await services.pki.schedule();
       worker.start();
     }
   } catch (err) {

@@ -5,6 +5,7 @@ import { lines, print } from './print.js';
 import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { isCertdeskError, parseScopes } from '../core/index.js';
 import { createServices, run, type Roles, type Services } from '../main.js';
+import { addCaCommands } from './ca-commands.js';
 import { addKvCommands } from './kv-commands.js';
 import { migrateToLatest, openDatabase } from '../storage/index.js';
 import { databaseUrl } from '../main.js';
@@ -124,6 +125,10 @@ export function buildCli(): Command {
   addKvCommands(program, async () => {
     const services = await createServices(loadConfig());
     return { hashStore: services.hashStore, close: () => services.close() };
+  });
+  addCaCommands(program, async () => {
+    const services = await createServices(loadConfig());
+    return { ca: services.ca, catalog: services.catalog, close: () => services.close() };
   });
   return program;
 }

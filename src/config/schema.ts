@@ -112,6 +112,14 @@ export const SCHEMA = {
     env: 'CERTDESK_TRUST_PROXY', default: 'false', parse: trustProxy,
     doc: 'Reverse proxies whose X-Forwarded-For is believed: `false`, a hop count (`1` = the nearest proxy; `true` means 1), or a comma list of proxy addresses/CIDRs. Never trust every hop: the client writes the left-most entry.',
   },
+  caKeyFile: {
+    env: 'CERTDESK_CA_KEY_FILE', parse: text,
+    doc: 'File holding the 256-bit key that encrypts the CA private keys (AES-256-GCM); created 0600 on first start. Unset = `ca-keys.secret` in the data directory. Keep a copy apart from the database: without it the CA cannot sign.',
+  },
+  caMaxValidityDays: {
+    env: 'CERTDESK_CA_MAX_VALIDITY_DAYS', parse: positiveInt,
+    doc: 'Longest leaf certificate lifetime in days for a private PKI. Unset = the Baseline Requirements schedule on the issue date (200 days from 2026-03-15, 100 from 2027-03-15, 47 from 2029-03-15).',
+  },
   logLevel: { env: 'CERTDESK_LOG_LEVEL', default: 'info', parse: logLevel, doc: 'pino log level.' },
   worker: { env: 'CERTDESK_WORKER', default: 'true', parse: bool, doc: 'Run the job worker inside `serve`.' },
 } as const satisfies Record<string, Key<unknown>>;

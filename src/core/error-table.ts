@@ -19,6 +19,7 @@ export const ERROR_TABLE = {
   malformedRequest: { status: 417, errorId: -1000, message: 'The request could not be parsed.' },
   invalidInput: { status: 417, errorId: -1001, message: 'The request data is invalid.' },
   invalidCsr: { status: 417, errorId: -1002, message: 'The CSR could not be parsed or its signature is invalid.' },
+  badKey: { status: 417, errorId: -1005, message: 'The public key is too weak or of a type the CA does not certify.' },
   invalidName: { status: 417, errorId: -1003, message: 'The name is not a valid fully qualified domain name.' },
   unknownProduct: { status: 417, errorId: -1004, message: 'The product code is unknown.' },
   unauthenticated: { status: 401, errorId: -2001, message: 'The access token is incorrect or has expired.' },

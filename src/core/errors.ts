@@ -6,6 +6,7 @@ export type ErrorKind =
   | 'malformedRequest'
   | 'invalidInput'
   | 'invalidCsr'
+  | 'badKey'
   | 'invalidName'
   | 'unknownProduct'
   | 'unauthenticated'

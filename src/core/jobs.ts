@@ -11,13 +11,15 @@ export interface JobPayloads {
    * handler purges what expired before its own `now`, so it needs no parameters.
    */
   'housekeeping.purge': Record<string, never>;
+  /** Re-signs every CRL older than half its validity (CRLs must be renewed at least every 7 days). Recurring. */
+  'ca.refresh-crls': Record<string, never>;
 }
 
 /** The name of a job: a closed union derived from `JobPayloads`. */
 export type JobName = keyof JobPayloads;
 
 // A Record over the union, so forgetting a name here is a compile error too.
-const NAMES: Record<JobName, true> = { 'housekeeping.purge': true };
+const NAMES: Record<JobName, true> = { 'housekeeping.purge': true, 'ca.refresh-crls': true };
 
 /**
  * Whether a name read back from the database is one this build knows. A job written by a newer

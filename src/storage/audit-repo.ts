@@ -17,9 +17,15 @@ export class AuditRepo {
   constructor(private readonly db: Db) {}
 
   async append(event: AuditEvent): Promise<void> {
+    await this.appendMany([event]);
+  }
+
+  /** Several events in one statement (the CA writes its signing events in batches). */
+  async appendMany(events: readonly AuditEvent[]): Promise<void> {
+    if (events.length === 0) return;
     await this.db.kysely
       .insertInto('audit_events')
-      .values({
+      .values(events.map((event) => ({
         at: event.at,
         customer_id: event.customerId,
         actor: event.actor,
@@ -27,7 +33,7 @@ export class AuditRepo {
         action: event.action,
         subject: event.subject,
         details: event.details === undefined ? null : JSON.stringify(event.details),
-      })
+      })))
       .execute();
   }
 

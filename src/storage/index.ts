@@ -9,3 +9,4 @@ export * from './kv-repo.js';
 export * from './migrate.js';
 export * from './tokens-repo.js';
 export * from './users-repo.js';
+export * from './ca-repo.js';

@@ -2,12 +2,14 @@ import { Migrator, type Migration, type MigrationProvider } from 'kysely';
 import type { Db } from './database.js';
 import { initial } from './migrations/0001-initial.js';
 import { hashStore } from './migrations/0002-hash-store.js';
+import { ca } from './migrations/0003-ca.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
   return {
     '0001-initial': initial(db.dialect),
     '0002-hash-store': hashStore(db.dialect),
+    '0003-ca': ca(db.dialect),
   };
 }
 

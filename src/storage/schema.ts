@@ -137,6 +137,52 @@ export interface CertificatesTable {
   revoked_at: number | null;
   revocation_reason: number | null;
   created_at: number;
+  /** The CA key that signed it (ca_keys.id); null for rows from before the built-in CA. */
+  key_id: string | null;
+  /** ca_certificates ids of the chain delivered, leaf side first, root last, comma-separated. */
+  chain_ids: string | null;
+  profile: string | null;
+}
+
+export interface CaKeysTable {
+  id: string;
+  key_type: string;
+  bits: number;
+  spki: string;
+  sealed: string;
+  created_at: number;
+}
+
+export interface CaCertificatesTable {
+  id: string;
+  brand: string;
+  role: string;
+  generation: number;
+  key_id: string;
+  parent_id: string | null;
+  der: string;
+  serial: string;
+  not_before: number;
+  not_after: number;
+  distrust_phase1: number | null;
+  distrust_phase2: number | null;
+  created_at: number;
+}
+
+export interface CaCrlsTable {
+  key_id: string;
+  number: number;
+  this_update: number;
+  next_update: number;
+  der: string;
+}
+
+export interface OcspResponsesTable {
+  key_id: string;
+  serial: string;
+  hash_alg: string;
+  der: string;
+  next_update: number;
 }
 
 export interface LedgerTable {
@@ -188,6 +234,10 @@ export interface DB {
   audit_events: AuditEventsTable;
   kv_keys: KvKeysTable;
   kv_entries: KvEntriesTable;
+  ca_keys: CaKeysTable;
+  ca_certificates: CaCertificatesTable;
+  ca_crls: CaCrlsTable;
+  ocsp_responses: OcspResponsesTable;
 }
 
 export interface KvKeysTable {

@@ -1,6 +1,6 @@
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { CertdeskError } from '../core/index.js';
-import { DerError, TAG, children, expectTag, oidText, readTlv, stringText, type Tlv } from './der.js';
+import { DerError, TAG, children, expectTag, oidText, readTlv, stringText, type Tlv } from '../core/der.js';
 
 /** `KeyEncryptionAlgorithm` of spec 2.5; certdesk-specific names for the keys the spec does not list. */
 export type KeyAlgorithm = 'RSA' | 'ECC' | 'DSA' | 'Ed25519' | 'Ed448' | 'UNKNOWN';

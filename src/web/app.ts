@@ -11,6 +11,7 @@ import { handleError, handleNotFound } from './envelope.js';
 import { registerOps, type OpsDeps } from './ops/routes.js';
 import { registerOpenApi } from './ops/openapi.js';
 import { registerOAuth } from './oauth/routes.js';
+import { registerPki, type PkiDeps } from './pki/routes.js';
 import { registerRest, type RestDeps } from './rest/index.js';
 import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.js';
 import type { AccessEntry, App } from './types.js';
@@ -27,7 +28,7 @@ export interface WebOptions {
   readonly logger: Logger | false;
 }
 
-export type WebDeps = RestDeps & OpsDeps & Parameters<typeof registerOAuth>[1];
+export type WebDeps = RestDeps & OpsDeps & PkiDeps & Parameters<typeof registerOAuth>[1];
 
 /**
  * Builds the HTTP front end: /rest/v1, /oauth2, operations routes and the OpenAPI document.
@@ -114,6 +115,7 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
   await registerOpenApi(app, options.publicUrl);
   registerOps(app, deps);
   registerOAuth(app, deps);
+  await registerPki(app, deps);
   await app.register(async (rest) => registerRest(rest as App, deps), { prefix: '/rest/v1' });
   return app;
 }

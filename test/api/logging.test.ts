@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
@@ -14,7 +17,7 @@ describe('structured logs', () => {
   beforeAll(async () => {
     db = await testDialects()[0]!.open();
     const sink = new Writable({ write(chunk, _enc, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
-    const config = loadConfig({ CERTDESK_LOG_LEVEL: 'trace' });
+    const config = loadConfig({ CERTDESK_LOG_LEVEL: 'trace', CERTDESK_CA_KEY_FILE: join(mkdtempSync(join(tmpdir(), 'certdesk-kek-')), 'ca-keys.secret') });
     services = await createServices(config, { db });
     app = await createWebApp(services, createLogger(config, sink));
     await app.ready();

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../src/config/index.js';
 import { FixedClock } from '../../src/core/index.js';
@@ -35,7 +38,7 @@ export interface TestContext {
 export async function createTestContext(dialect: TestDialect, env: Record<string, string> = {}): Promise<TestContext> {
   const db = await dialect.open();
   const clock = new FixedClock(TEST_NOW);
-  const config = loadConfig({ CERTDESK_DATA_DIR: '/nonexistent-test-data', ...env });
+  const config = loadConfig({ CERTDESK_DATA_DIR: '/nonexistent-test-data', CERTDESK_CA_KEY_FILE: join(mkdtempSync(join(tmpdir(), 'certdesk-kek-')), 'ca-keys.secret'), ...env });
   const services = await createServices(config, { clock, db });
   const app = await createWebApp(services, false);
   await app.ready();

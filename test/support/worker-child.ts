@@ -18,6 +18,7 @@ const handlers = {
     process.stdout.write(`claimed ${ctx.id}\n`);
     await new Promise<never>(() => undefined);
   },
+  'ca.refresh-crls': async () => undefined,
 } satisfies Handlers;
 
 new Worker({ repo: new JobsRepo(db), handlers, clock: systemClock, logger, leaseSeconds: 1, pollIntervalMs: 50, concurrency: 1 }).start();

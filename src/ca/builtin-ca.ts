@@ -1,0 +1,458 @@
+import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import { CertdeskError, customerId as toCustomerId, type Clock, type ProductType, type SignatureHashAlgorithm } from '../core/index.js';
+import { children, readTlv } from '../core/der.js';
+import type { AuditEvent, AuditRepo, CaCertificateRow, CaRepo, NewLeaf } from '../storage/index.js';
+import { GroupCommit } from './group-commit.js';
+import type { CheckedCsr } from './checks.js';
+import { buildCrl } from './crl.js';
+import { pem } from './der-writer.js';
+import { subjectPublicKey, type CaKey, type CaKeyAlgorithm, type KeyStore } from './keys.js';
+import { assertLintClean, type LeafTemplate } from './lint.js';
+import { buildOcspResponse, ocspErrorResponse, parseOcspRequest, OcspMalformedError, type OcspStatus } from './ocsp.js';
+import { certsOnlyPkcs7 } from './pkcs7.js';
+import { maxLifetime, profileFor, subjectAttributes, type OrganizationSubject, type Profile } from './profiles.js';
+import {
+  KU, authorityInfoAccess, authorityKeyIdentifier, basicConstraints, certificatePolicies, crlDistributionPoints, extKeyUsage, keyUsage,
+  name, signed, subjectAltName, subjectKeyIdentifier, tbsCertificate, type NameAttribute,
+} from './x509.js';
+import { hierarchySpecs, type BrandHierarchy, type CaRole } from './hierarchy.js';
+import { REVOCATION_REASONS, type ChainInfo, type IssueRequest, type IssuedCertificate, type Issuer, type RevocationResult } from './issuer.js';
+
+const DAY = 86_400;
+/** OCSP responses and CRLs are valid a week and refreshed after half of it (BR §4.9.7, §4.9.10). */
+const STATUS_VALIDITY = 7 * DAY;
+const OCSP_REFRESH_AFTER = Math.floor(STATUS_VALIDITY / 2);
+
+export interface BuiltinCaOptions {
+  readonly repo: CaRepo;
+  readonly audit: Pick<AuditRepo, 'appendMany'>;
+  readonly keys: KeyStore;
+  readonly clock: Clock;
+  /** Runs `fn` in one transaction with repositories bound to it. */
+  readonly transact: <T>(fn: (tx: { repo: CaRepo; audit: Pick<AuditRepo, 'appendMany'> }) => Promise<T>) => Promise<T>;
+  /** Base of CRL, OCSP and CA certificate links (CERTDESK_PUBLIC_URL). */
+  readonly publicUrl: string;
+  readonly brands: readonly BrandHierarchy[];
+  readonly privateMaxDays?: number;
+}
+
+/** A CA certificate with what chain building needs, decoded once at load. */
+interface CaCert {
+  readonly row: CaCertificateRow;
+  readonly der: Uint8Array;
+  readonly pem: string;
+  readonly subject: Uint8Array;
+  readonly key: CaKey;
+}
+
+/** How a leaf is signed and delivered: the signing CA certificate, the chain above it. */
+interface Chain {
+  readonly issuerCert: CaCert;
+  /** Intermediates delivered to the subscriber, leaf side first (no root). */
+  readonly intermediates: readonly CaCert[];
+  readonly root: CaCert;
+  readonly intermediatePem: string;
+}
+
+/** The issuing CA behind an OCSP CertID: its key and subject. */
+interface IssuingKey {
+  readonly key: CaKey;
+  readonly subject: Uint8Array;
+}
+
+const serialHex = (serial: Uint8Array) => Buffer.from(serial).toString('hex').toUpperCase();
+
+/** 128 bits from the CSPRNG, top bit cleared and top byte non-zero: 126 random bits, positive, minimal. */
+function newSerial(): Uint8Array {
+  const s = randomBytes(16);
+  s[0] = (s[0]! & 0x7f) | 0x01;
+  return s;
+}
+
+/** The subject Name and subjectPublicKeyInfo of a certificate (DER). */
+function subjectOf(der: Uint8Array): Uint8Array {
+  const cert = readTlv(der, 0);
+  const [tbs] = children(der, cert);
+  const fields = children(der, tbs!);
+  const offset = fields[0]!.tag === 0xa0 ? 1 : 0;
+  const subject = fields[4 + offset]!;
+  return der.subarray(subject.start, subject.end);
+}
+
+/**
+ * The built-in certificate authority (DESIGN §5.7): per brand an RSA and an ECC hierarchy with a
+ * cross-signed ECC intermediate and, where the brand offers SHA2-256, a legacy root. It signs
+ * leaves after linting them, records every certificate before handing it out, answers OCSP from
+ * signed responses it caches, and keeps one CRL per issuing key.
+ */
+export class BuiltinCa implements Issuer {
+  private certs = new Map<string, CaCert>();
+  private keys = new Map<string, CaKey>();
+  /** OCSP lookup: `<hash oid>/<name hash hex>/<key hash hex>` → the issuing key. */
+  private issuing = new Map<string, IssuingKey>();
+  private readonly before: GroupCommit<AuditEvent>;
+  private readonly after: GroupCommit<{ leaf: NewLeaf; event: AuditEvent }>;
+
+  constructor(private readonly o: BuiltinCaOptions) {
+    this.before = new GroupCommit((events) => o.audit.appendMany(events));
+    this.after = new GroupCommit((items) =>
+      o.transact(async (tx) => {
+        await tx.repo.insertLeaves(items.map((i) => i.leaf));
+        await tx.audit.appendMany(items.map((i) => i.event));
+      }),
+    );
+  }
+
+  /** Opens the keys and CA certificates in the database. Throws KeyFileError on a wrong key file. */
+  async load(): Promise<void> {
+    const keys = await this.o.keys.loadAll();
+    this.keys = new Map(keys.map((k) => [k.id, k]));
+    const certs = new Map<string, CaCert>();
+    for (const row of await this.o.repo.listCaCertificates()) {
+      const key = this.keys.get(row.key_id);
+      if (key === undefined) throw new Error(`CA certificate ${row.id} names a missing key ${row.key_id}`);
+      const der = Buffer.from(row.der, 'base64');
+      certs.set(row.id, { row, der, pem: pem('CERTIFICATE', der), subject: subjectOf(der), key });
+    }
+    this.certs = certs;
+    this.issuing = new Map();
+    for (const c of certs.values()) {
+      if (c.row.parent_id === null) continue;
+      const keyHash = (alg: 'sha1' | 'sha256') => createHash(alg).update(subjectPublicKey(c.key.spki)).digest('hex');
+      for (const [alg, oidText] of [['sha1', '1.3.14.3.2.26'], ['sha256', '2.16.840.1.101.3.4.2.1']] as const) {
+        this.issuing.set(`${oidText}/${createHash(alg).update(c.subject).digest('hex')}/${keyHash(alg)}`, { key: c.key, subject: c.subject });
+      }
+    }
+  }
+
+  /** True when every brand has its hierarchy. */
+  isInitialized(): boolean {
+    return this.o.brands.every((b) => this.findCert(b.issuer, 'rsa-int') !== undefined);
+  }
+
+  /** Creates whatever part of each brand's hierarchy is missing (`certdesk ca init`). Idempotent. */
+  async init(options: { rsaRootBits?: number; rsaIntermediateBits?: number; log?: (line: string) => void } = {}): Promise<string[]> {
+    const created: string[] = [];
+    const now = this.o.clock.nowSeconds();
+    for (const brand of this.o.brands) {
+      for (const spec of hierarchySpecs(brand, options)) {
+        if (this.findCert(brand.issuer, spec.role) !== undefined) continue;
+        const id = `${brand.issuer}-${spec.role}-1`;
+        const keyId = `${brand.issuer}-${spec.keyRole}-1`;
+        let key = this.keys.get(keyId);
+        if (key === undefined) {
+          options.log?.(`generating ${describe(spec.algorithm)} key ${keyId}`);
+          key = await this.o.keys.generate(keyId, spec.algorithm, now);
+          this.keys.set(keyId, key);
+        }
+        const parent = spec.parentRole === null ? undefined : this.findCert(brand.issuer, spec.parentRole);
+        if (spec.parentRole !== null && parent === undefined) throw new Error(`${id}: its parent ${spec.parentRole} is missing`);
+        const subject = name(spec.subject);
+        const serial = newSerial();
+        const notBefore = now;
+        const notAfter = Math.min(now + spec.years * 365 * DAY, parent?.row.not_after ?? Number.MAX_SAFE_INTEGER);
+        const signerKey = parent?.key ?? key;
+        const ca = parent === undefined ? undefined : this.caLinks(parent);
+        const extensions = [
+          basicConstraints(true, spec.pathLen),
+          keyUsage(spec.pathLen === undefined ? [KU.keyCertSign, KU.cRLSign] : [KU.digitalSignature, KU.keyCertSign, KU.cRLSign]),
+          subjectKeyIdentifier(key.keyId),
+          ...(parent === undefined ? [] : [authorityKeyIdentifier(parent.key.keyId)]),
+          ...(spec.extKeyUsage === undefined ? [] : [extKeyUsage(spec.extKeyUsage)]),
+          ...(parent === undefined ? [] : [certificatePolicies(['2.5.29.32.0']), crlDistributionPoints(ca!.crl), authorityInfoAccess(null, ca!.caIssuers)]),
+        ];
+        const tbs = tbsCertificate({
+          serial, signatureAlgorithm: signerKey.signer(spec.hash).algorithm, issuer: parent?.subject ?? subject, notBefore, notAfter, subject, spki: key.spki, extensions,
+        });
+        const der = signed(tbs, signerKey.signer(spec.hash));
+        const row: CaCertificateRow = {
+          id, brand: brand.id, role: spec.role, generation: 1, key_id: keyId, parent_id: parent?.row.id ?? null, der: Buffer.from(der).toString('base64'),
+          serial: serialHex(serial), not_before: notBefore, not_after: notAfter, distrust_phase1: null, distrust_phase2: null, created_at: now,
+        };
+        await this.o.repo.insertCaCertificate(row);
+        await this.o.audit.appendMany([{ at: now, customerId: null, actor: 'operator', clientAddress: null, action: 'ca.created', subject: id, details: { keyId, parent: row.parent_id, serial: row.serial } }]);
+        this.certs.set(id, { row, der, pem: pem('CERTIFICATE', der), subject, key });
+        options.log?.(`created ${id}`);
+        created.push(id);
+      }
+    }
+    await this.load();
+    return created;
+  }
+
+  /** Every CA certificate, for `ca list` and `/pki/`. */
+  list(): { id: string; brand: string; role: string; keyId: string; keyType: string; bits: number; parent: string | null; subject: string; notBefore: number; notAfter: number; distrust: { phase1: number | null; phase2: number | null } | null; pem: string }[] {
+    return [...this.certs.values()].map((c) => ({
+      id: c.row.id, brand: c.row.brand, role: c.row.role, keyId: c.key.id, keyType: c.key.type, bits: c.key.bits, parent: c.row.parent_id,
+      subject: new X509Certificate(c.der).subject.replace(/\n/g, ', '), notBefore: c.row.not_before, notAfter: c.row.not_after,
+      distrust: c.row.distrust_phase1 === null && c.row.distrust_phase2 === null ? null : { phase1: c.row.distrust_phase1, phase2: c.row.distrust_phase2 },
+      pem: c.pem,
+    }));
+  }
+
+  caCertificate(id: string): Uint8Array | undefined {
+    return this.certs.get(id)?.der;
+  }
+
+  /** The chain a product and SignatureHashAlgorithm get (DESIGN §5.7), or a clear error. */
+  chain(brandId: string, sha: SignatureHashAlgorithm, type: ProductType = 'SSL'): ChainInfo {
+    const c = this.resolveChain(brandId, sha, type);
+    return { issuerId: c.issuerCert.key.id, intermediates: c.intermediates.map((i) => i.pem), root: c.root.pem, chainIds: [...c.intermediates, c.root].map((i) => i.row.id) };
+  }
+
+  private resolveChain(brandId: string, sha: SignatureHashAlgorithm, type: ProductType): Chain {
+    const brand = this.o.brands.find((b) => b.id === brandId);
+    if (brand === undefined) throw new CertdeskError('unknownProduct', `no CA hierarchy for brand ${brandId}`);
+    if (!brand.signatureHashAlgorithms.includes(sha)) {
+      throw new CertdeskError('invalidInput', `SignatureHashAlgorithm ${sha} is not offered by ${brand.name} (offered: ${brand.signatureHashAlgorithms.join(', ')})`, { field: 'SignatureHashAlgorithm' });
+    }
+    let roles: readonly CaRole[];
+    if (type === 'CODESIGN' || type === 'SMIME') {
+      if (sha !== 'SHA256-FULL-CHAIN') throw new CertdeskError('invalidInput', `${type} certificates are issued on the RSA chain only (SHA256-FULL-CHAIN)`, { field: 'SignatureHashAlgorithm' });
+      roles = [type === 'CODESIGN' ? 'codesign-int' : 'smime-int', 'rsa-root'];
+    } else {
+      roles = {
+        'SHA256-FULL-CHAIN': ['rsa-int', 'rsa-root'],
+        'SHA256-ECC-HYBRID': ['ecc-int-x', 'rsa-root'],
+        'SHA256-ECC-FULL': ['ecc-int', 'ecc-root'],
+        'SHA2-256': ['rsa-int-legacy', 'legacy-root'],
+      }[sha] as readonly CaRole[];
+    }
+    const certs = roles.map((r) => this.findCert(brand.issuer, r));
+    if (certs.some((c) => c === undefined)) throw new CertdeskError('notReady', `the CA hierarchy of ${brand.name} is not initialized: run \`certdesk ca init\``);
+    const chain = certs as CaCert[];
+    const intermediates = chain.slice(0, -1);
+    return { issuerCert: chain[0]!, intermediates, root: chain[chain.length - 1]!, intermediatePem: intermediates.map((c) => c.pem).join('') };
+  }
+
+  /** The newest trusted certificate of a role (a distrusted one only when there is no other). */
+  private findCert(issuer: string, role: CaRole): CaCert | undefined {
+    let best: CaCert | undefined;
+    for (const c of this.certs.values()) {
+      if (!c.row.id.startsWith(`${issuer}-`) || c.row.role !== role) continue;
+      const distrusted = c.row.distrust_phase1 !== null;
+      const bestDistrusted = best?.row.distrust_phase1 !== null && best !== undefined;
+      if (best === undefined || (bestDistrusted && !distrusted) || (bestDistrusted === distrusted && c.row.generation > best.row.generation)) best = c;
+    }
+    return best;
+  }
+
+  private caLinks(c: CaCert): { crl: string; caIssuers: string; ocsp: string } {
+    const base = this.o.publicUrl;
+    return { crl: `${base}/crl/${c.key.id}.crl`, caIssuers: `${base}/pki/${c.row.id}.crt`, ocsp: `${base}/ocsp` };
+  }
+
+  /**
+   * Signs a leaf: chain by product and SignatureHashAlgorithm, subject and extensions from the
+   * profile, lifetime capped by the schedule in force, lint, audit, sign, record, audit.
+   */
+  async issue(req: IssueRequest): Promise<IssuedCertificate> {
+    const profile = profileFor(req.product.type, req.product.validationLevel);
+    if (profile === undefined) throw new CertdeskError('invalidInput', `product ${req.product.code} does not issue certificates`);
+    const sha = req.signatureHashAlgorithm ?? 'SHA256-FULL-CHAIN';
+    const chain = this.resolveChain(req.product.brand, sha, req.product.type);
+    const key = req.csr.key;
+    if ((sha === 'SHA256-ECC-HYBRID' || sha === 'SHA256-ECC-FULL') && key.type !== 'ecdsa') {
+      throw new CertdeskError('invalidInput', `${sha} is for ECC keys: the CSR holds an RSA key (use SHA256-FULL-CHAIN)`, { field: 'SignatureHashAlgorithm' });
+    }
+    const now = this.o.clock.nowSeconds();
+    const template = this.template(profile, req, now, key);
+    assertLintClean(template, { now, ...(this.o.privateMaxDays === undefined ? {} : { privateMaxDays: this.o.privateMaxDays }), maxNames: 250 });
+
+    const serial = serialHex(template.serial);
+    const issuerKey = chain.issuerCert.key;
+    const actor = req.actor ?? 'system';
+    const customerId = req.customerId ?? null;
+    await this.before.add({
+      at: now, customerId, actor, clientAddress: null, action: 'ca.sign.begin', subject: serial,
+      details: { keyId: issuerKey.id, profile: profile.id, names: template.dnsNames.length > 0 ? template.dnsNames : template.emails, orderId: req.orderId ?? null },
+    });
+
+    const links = this.caLinks(chain.issuerCert);
+    const extensions = [
+      keyUsage(template.keyUsage),
+      extKeyUsage(template.extKeyUsage),
+      basicConstraints(false),
+      subjectKeyIdentifier(key.keyId),
+      authorityKeyIdentifier(issuerKey.keyId),
+      authorityInfoAccess(links.ocsp, links.caIssuers),
+      subjectAltName(template.dnsNames, template.emails, template.subject.length === 0),
+      certificatePolicies(template.policies),
+      crlDistributionPoints(links.crl),
+    ];
+    const signer = issuerKey.signer();
+    const tbs = tbsCertificate({
+      serial: template.serial, signatureAlgorithm: signer.algorithm, issuer: chain.issuerCert.subject, notBefore: template.notBefore, notAfter: template.notAfter,
+      subject: name(template.subject), spki: key.spki, extensions,
+    });
+    const der = signed(tbs, signer);
+    const certificatePem = pem('CERTIFICATE', der);
+    const pkcs7Pem = pem('PKCS7', certsOnlyPkcs7([der, ...chain.intermediates.map((c) => c.der)]));
+    const chainIds = [...chain.intermediates, chain.root].map((c) => c.row.id);
+
+    await this.after.add({
+      leaf: {
+        order_id: req.orderId ?? null, customer_id: customerId, issuer_id: chain.issuerCert.row.id, key_id: issuerKey.id, serial, pem: certificatePem,
+        chain_pem: chain.intermediatePem, pkcs7_pem: pkcs7Pem, not_before: template.notBefore, not_after: template.notAfter, created_at: now,
+        chain_ids: chainIds.join(','), profile: profile.id,
+      },
+      event: { at: now, customerId, actor, clientAddress: null, action: 'ca.sign.done', subject: serial, details: { keyId: issuerKey.id, notAfter: template.notAfter } },
+    });
+    return {
+      serial, issuerId: issuerKey.id, certificate: certificatePem, intermediate: chain.intermediatePem, pkcs7: pkcs7Pem,
+      notBefore: template.notBefore, notAfter: template.notAfter, der, chainIds,
+    };
+  }
+
+  private template(profile: Profile, req: IssueRequest, now: number, key: CheckedCsr['key']): LeafTemplate {
+    const dnsNames = [...new Set((req.dnsNames ?? []).map((n) => n.toLowerCase()))];
+    const emails = [...(req.emails ?? [])];
+    const commonName = profile.hierarchy === 'tls' ? (req.commonName?.toLowerCase() ?? dnsNames[0]) : profile.hierarchy === 'smime' ? undefined : req.organization?.organization;
+    const subject: NameAttribute[] = subjectAttributes(profile, commonName, req.organization as OrganizationSubject | undefined);
+    const longest = maxLifetime(profile, now, this.o.privateMaxDays);
+    const notAfter = Math.min(req.notAfter ?? Number.MAX_SAFE_INTEGER, now + longest - 1);
+    return {
+      profile, serial: newSerial(), notBefore: now, notAfter, subject, dnsNames, emails, key,
+      keyUsage: profile.keyUsage[key.type], extKeyUsage: profile.extKeyUsage, policies: profile.policies,
+    };
+  }
+
+  /**
+   * Revokes a leaf by serial: records time and reason once, drops its cached OCSP responses and
+   * regenerates its issuer's CRL, with an audit event before and after.
+   */
+  async revoke(serial: string, reasonName: string, options: { actor?: string; at?: number } = {}): Promise<RevocationResult> {
+    const reason = REVOCATION_REASONS[reasonName as keyof typeof REVOCATION_REASONS];
+    if (reason === undefined) throw new CertdeskError('invalidInput', `unknown revocation reason ${reasonName} (one of ${Object.keys(REVOCATION_REASONS).join(', ')})`, { field: 'RevokeReason' });
+    const normalized = serial.replace(/^0x/i, '').replace(/:/g, '').toUpperCase();
+    const leaf = await this.o.repo.leafBySerial(normalized);
+    if (leaf === undefined || leaf.keyId === null) throw new CertdeskError('notFound', `no certificate with serial ${normalized} was issued here`);
+    const at = options.at ?? this.o.clock.nowSeconds();
+    const actor = options.actor ?? 'system';
+    const owner = leaf.customerId === null ? null : toCustomerId(leaf.customerId);
+    const event = (action: string, details: Record<string, unknown>): AuditEvent => ({ at, customerId: owner, actor, clientAddress: null, action, subject: normalized, details });
+    await this.o.audit.appendMany([event('ca.revoke.begin', { reason: reasonName })]);
+    const revoked = await this.o.transact(async (tx) => {
+      const done = await tx.repo.revoke(leaf.id, at, reason === 0 ? null : reason);
+      if (done) await tx.repo.dropOcspResponses(leaf.keyId!, normalized);
+      return done;
+    });
+    if (!revoked) {
+      const current = await this.o.repo.leafBySerial(normalized);
+      return { serial: normalized, revokedAt: current?.revokedAt ?? at, reason: current?.reason ?? null, alreadyRevoked: true };
+    }
+    await this.refreshCrl(leaf.keyId);
+    await this.o.audit.appendMany([event('ca.revoke.done', { reason: reasonName, keyId: leaf.keyId })]);
+    return { serial: normalized, revokedAt: at, reason: reason === 0 ? null : reason, alreadyRevoked: false };
+  }
+
+  /** The issuing CA key ids that have (or may have) a CRL: every key that signs certificates. */
+  crlIssuers(): string[] {
+    return [...new Set([...this.certs.values()].filter((c) => c.row.role !== 'ecc-int-x' && c.row.role !== 'rsa-int-legacy').map((c) => c.key.id))];
+  }
+
+  /** The current CRL of an issuing key (DER), made when there is none or it is due. */
+  async crl(keyId: string): Promise<Uint8Array | undefined> {
+    if (!this.crlIssuers().includes(keyId)) return undefined;
+    const now = this.o.clock.nowSeconds();
+    const current = await this.o.repo.crl(keyId);
+    if (current !== undefined && current.nextUpdate - now > STATUS_VALIDITY / 2) return Buffer.from(current.der, 'base64');
+    return this.refreshCrl(keyId);
+  }
+
+  /**
+   * Builds and stores a new CRL for a key. Repeats when a revocation committed while it was being
+   * built (another process), so the stored CRL never lags one that finished before it.
+   */
+  async refreshCrl(keyId: string): Promise<Uint8Array> {
+    const issuer = this.issuerCertOfKey(keyId);
+    for (let attempt = 0; ; attempt++) {
+      const now = this.o.clock.nowSeconds();
+      const entries = await this.o.repo.revokedOf(keyId, now);
+      const previous = await this.o.repo.crl(keyId);
+      const number = Math.max((previous?.number ?? 0) + 1, 1);
+      const der = buildCrl(
+        {
+          issuer: issuer.subject, authorityKeyId: issuer.key.keyId, number, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY,
+          entries: entries.map((e) => ({ serial: Buffer.from(e.serial, 'hex'), revokedAt: e.revokedAt, reason: e.reason })),
+        },
+        issuer.key.signer(),
+      );
+      const saved = await this.o.repo.saveCrl(keyId, { number, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY, der: Buffer.from(der).toString('base64') });
+      const after = await this.o.repo.revokedOf(keyId, now);
+      if ((saved && after.length === entries.length) || attempt >= 4) return saved ? der : Buffer.from((await this.o.repo.crl(keyId))!.der, 'base64');
+    }
+  }
+
+  /** Regenerates every CRL that is older than half its validity (the periodic job). */
+  async refreshDueCrls(): Promise<string[]> {
+    const now = this.o.clock.nowSeconds();
+    const refreshed: string[] = [];
+    for (const keyId of this.crlIssuers()) {
+      const current = await this.o.repo.crl(keyId);
+      if (current === undefined || current.nextUpdate - now <= STATUS_VALIDITY / 2) {
+        await this.refreshCrl(keyId);
+        refreshed.push(keyId);
+      }
+    }
+    return refreshed;
+  }
+
+  private issuerCertOfKey(keyId: string): CaCert {
+    const c = [...this.certs.values()].find((x) => x.key.id === keyId && x.row.role !== 'ecc-int-x' && x.row.role !== 'rsa-int-legacy');
+    if (c === undefined) throw new CertdeskError('notFound', `no CA key ${keyId}`);
+    return c;
+  }
+
+  /**
+   * Answers an OCSP request (DER) with a DER response: a cached signed response when one is
+   * fresh, else a newly signed one that is then cached. Serials this CA did not issue, and
+   * issuers it does not run, get `unauthorized`: never `good`.
+   */
+  async ocsp(request: Uint8Array): Promise<Uint8Array> {
+    let parsed;
+    try {
+      parsed = parseOcspRequest(request);
+    } catch (e) {
+      if (e instanceof OcspMalformedError) return ocspErrorResponse('malformedRequest');
+      throw e;
+    }
+    if (parsed.certIds.length !== 1) return ocspErrorResponse('malformedRequest');
+    const certId = parsed.certIds[0]!;
+    const issuing = this.issuing.get(`${certId.hashAlgorithm}/${Buffer.from(certId.issuerNameHash).toString('hex')}/${Buffer.from(certId.issuerKeyHash).toString('hex')}`);
+    if (issuing === undefined) return ocspErrorResponse('unauthorized');
+    const serial = serialHex(certId.serial);
+    const now = this.o.clock.nowSeconds();
+    const cached = await this.o.repo.ocspResponse(issuing.key.id, serial, certId.hashAlgorithm);
+    if (cached !== undefined && cached.nextUpdate - now > STATUS_VALIDITY - OCSP_REFRESH_AFTER) return Buffer.from(cached.der, 'base64');
+    const leaf = await this.o.repo.leaf(issuing.key.id, serial);
+    if (leaf === undefined) return ocspErrorResponse('unauthorized');
+    const status: OcspStatus = leaf.revokedAt === null ? { kind: 'good' } : { kind: 'revoked', at: leaf.revokedAt, reason: leaf.reason };
+    const der = buildOcspResponse(
+      {
+        responderKeyHash: issuing.key.keyId, producedAt: now,
+        responses: [{ certId: certId.der, status, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY }],
+      },
+      issuing.key.signer(),
+    );
+    await this.o.repo.saveOcspResponse(issuing.key.id, serial, certId.hashAlgorithm, Buffer.from(der).toString('base64'), now + STATUS_VALIDITY);
+    return der;
+  }
+
+  /** Marks a CA certificate distrusted (issue 5 moves affected orders). */
+  async distrust(id: string, phase1: number | null, phase2: number | null): Promise<void> {
+    if (!(await this.o.repo.setDistrust(id, phase1, phase2))) throw new CertdeskError('notFound', `no CA certificate ${id}`);
+    await this.o.audit.appendMany([{ at: this.o.clock.nowSeconds(), customerId: null, actor: 'operator', clientAddress: null, action: 'ca.distrust', subject: id, details: { phase1, phase2 } }]);
+    await this.load();
+  }
+
+  /** Waits for pending audit and certificate writes (shutdown). */
+  async flush(): Promise<void> {
+    await Promise.all([this.before.idle(), this.after.idle()]);
+  }
+}
+
+function describe(a: CaKeyAlgorithm): string {
+  return a.type === 'rsa' ? `RSA-${a.bits}` : `ECDSA ${a.curve}`;
+}
+

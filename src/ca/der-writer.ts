@@ -1,0 +1,149 @@
+/**
+ * A minimal DER encoder (X.690 §10) for what the CA signs: certificates, CRLs, OCSP responses and
+ * PKCS#7 bundles. Every function returns the finished TLV bytes; constructed values take their
+ * already-encoded children. There is no object model to walk and nothing to re-encode, which is
+ * what makes issuance cost about as much as its signature (see docs/architecture.md: the
+ * high-level X.509 libraries spend ~7 ms encoding one certificate, this spends ~10 µs).
+ */
+
+export type Der = Uint8Array;
+
+/** The header (tag and definite length) of a TLV with `length` content bytes. */
+function header(tag: number, length: number): Uint8Array {
+  if (length < 0x80) return Uint8Array.of(tag, length);
+  if (length < 0x100) return Uint8Array.of(tag, 0x81, length);
+  if (length < 0x10000) return Uint8Array.of(tag, 0x82, length >> 8, length & 0xff);
+  if (length < 0x1000000) return Uint8Array.of(tag, 0x83, length >> 16, (length >> 8) & 0xff, length & 0xff);
+  return Uint8Array.of(tag, 0x84, (length >>> 24) & 0xff, (length >> 16) & 0xff, (length >> 8) & 0xff, length & 0xff);
+}
+
+/** A TLV whose contents are `parts`, concatenated. */
+export function tlv(tag: number, ...parts: readonly Der[]): Der {
+  let length = 0;
+  for (const p of parts) length += p.length;
+  const head = header(tag, length);
+  const out = Buffer.allocUnsafe(head.length + length);
+  out.set(head, 0);
+  let pos = head.length;
+  for (const p of parts) {
+    out.set(p, pos);
+    pos += p.length;
+  }
+  return out;
+}
+
+export const seq = (...parts: readonly Der[]): Der => tlv(0x30, ...parts);
+
+/** A SET OF: DER sorts the encoded elements (X.690 §11.6). */
+export function setOf(...parts: readonly Der[]): Der {
+  return tlv(0x31, ...[...parts].sort((a, b) => Buffer.compare(a, b)));
+}
+
+/** [n] EXPLICIT: a constructed context tag around one encoded value. */
+export const explicit = (n: number, ...inner: readonly Der[]): Der => tlv(0xa0 | n, ...inner);
+
+/** [n] IMPLICIT on a primitive value: the contents of `value` under a context tag. */
+export function implicitPrimitive(n: number, contents: Der): Der {
+  return tlv(0x80 | n, contents);
+}
+
+export const NULL: Der = Uint8Array.of(0x05, 0x00);
+export const TRUE: Der = Uint8Array.of(0x01, 0x01, 0xff);
+
+/** An INTEGER from unsigned big-endian magnitude bytes (leading zeros dropped, sign byte added). */
+export function uintBytes(magnitude: Uint8Array): Der {
+  let i = 0;
+  while (i < magnitude.length - 1 && magnitude[i] === 0) i++;
+  const m = magnitude.subarray(i);
+  if (m.length === 0) return Uint8Array.of(0x02, 0x01, 0x00);
+  return (m[0]! & 0x80) !== 0 ? tlv(0x02, Uint8Array.of(0), m) : tlv(0x02, m);
+}
+
+/** A non-negative INTEGER. */
+export function int(value: number | bigint): Der {
+  let v = BigInt(value);
+  if (v < 0n) throw new RangeError('negative INTEGER');
+  const bytes: number[] = [];
+  do {
+    bytes.unshift(Number(v & 0xffn));
+    v >>= 8n;
+  } while (v > 0n);
+  return uintBytes(Uint8Array.from(bytes));
+}
+
+const oidCache = new Map<string, Der>();
+
+/** An OBJECT IDENTIFIER from dotted text (cached: the same few dozen OIDs recur). */
+export function oid(dotted: string): Der {
+  const cached = oidCache.get(dotted);
+  if (cached !== undefined) return cached;
+  const arcs = dotted.split('.').map(Number);
+  if (arcs.length < 2 || arcs.some((a) => !Number.isSafeInteger(a) || a < 0)) throw new RangeError(`bad OID ${dotted}`);
+  const body: number[] = [];
+  const push = (arc: number) => {
+    const groups = [arc & 0x7f];
+    for (let a = Math.floor(arc / 128); a > 0; a = Math.floor(a / 128)) groups.unshift((a & 0x7f) | 0x80);
+    body.push(...groups);
+  };
+  push(arcs[0]! * 40 + arcs[1]!);
+  for (const arc of arcs.slice(2)) push(arc);
+  const encoded = tlv(0x06, Uint8Array.from(body));
+  oidCache.set(dotted, encoded);
+  return encoded;
+}
+
+export const utf8 = (text: string): Der => tlv(0x0c, Buffer.from(text, 'utf8'));
+export const printable = (text: string): Der => tlv(0x13, Buffer.from(text, 'latin1'));
+export const ia5 = (text: string): Der => tlv(0x16, Buffer.from(text, 'latin1'));
+export const octets = (bytes: Uint8Array): Der => tlv(0x04, bytes);
+
+/** A BIT STRING with no unused bits (signatures, keys, DER-encoded contents). */
+export const bits = (bytes: Uint8Array): Der => tlv(0x03, Uint8Array.of(0), bytes);
+
+/**
+ * A named-bit BIT STRING (keyUsage, reasonFlags): `set` lists bit numbers, bit 0 first. DER drops
+ * trailing zero bits (X.690 §11.2.2).
+ */
+export function namedBits(set: readonly number[]): Der {
+  if (set.length === 0) return Uint8Array.of(0x03, 0x01, 0x00);
+  const highest = Math.max(...set);
+  const bytes = new Uint8Array(Math.floor(highest / 8) + 1);
+  for (const bit of set) bytes[bit >> 3]! |= 0x80 >> (bit & 7);
+  const unused = 7 - (highest & 7);
+  return tlv(0x03, Uint8Array.of(unused), bytes);
+}
+
+const two = (n: number) => (n < 10 ? `0${n}` : String(n));
+
+/**
+ * An RFC 5280 Time (§4.1.2.5) for Unix `seconds`: UTCTime through 2049, GeneralizedTime from 2050.
+ */
+export function time(seconds: number): Der {
+  const d = new Date(seconds * 1000);
+  const y = d.getUTCFullYear();
+  const rest = `${two(d.getUTCMonth() + 1)}${two(d.getUTCDate())}${two(d.getUTCHours())}${two(d.getUTCMinutes())}${two(d.getUTCSeconds())}Z`;
+  if (y >= 1950 && y < 2050) return tlv(0x17, Buffer.from(`${two(y % 100)}${rest}`, 'latin1'));
+  return generalizedTime(seconds);
+}
+
+/** A GeneralizedTime (always, as OCSP and CRL extensions want). */
+export function generalizedTime(seconds: number): Der {
+  const d = new Date(seconds * 1000);
+  const text = `${d.getUTCFullYear()}${two(d.getUTCMonth() + 1)}${two(d.getUTCDate())}${two(d.getUTCHours())}${two(d.getUTCMinutes())}${two(d.getUTCSeconds())}Z`;
+  return tlv(0x18, Buffer.from(text, 'latin1'));
+}
+
+/** PEM armour with 64-column lines and a final newline. */
+export function pem(label: string, der: Uint8Array): string {
+  const b64 = Buffer.from(der.buffer, der.byteOffset, der.byteLength).toString('base64');
+  let body = '';
+  for (let i = 0; i < b64.length; i += 64) body += `${b64.slice(i, i + 64)}\n`;
+  return `-----BEGIN ${label}-----\n${body}-----END ${label}-----\n`;
+}
+
+/** The DER inside the first PEM block with `label`; throws when there is none. */
+export function fromPem(text: string, label: string): Uint8Array {
+  const m = new RegExp(`-----BEGIN ${label}-----([A-Za-z0-9+/=\\s]+)-----END ${label}-----`).exec(text);
+  if (m === null) throw new Error(`no ${label} PEM block`);
+  return Buffer.from(m[1]!.replace(/\s+/g, ''), 'base64');
+}

@@ -1,0 +1,149 @@
+import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { chmodSync, closeSync, existsSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { children, contents, readTlv } from '../core/der.js';
+import type { CaRepo } from '../storage/index.js';
+import type { Signer } from './crl.js';
+import { NULL, oid, seq } from './der-writer.js';
+import { OID, keyIdentifier } from './x509.js';
+
+export type CaKeyAlgorithm = { readonly type: 'rsa'; readonly bits: number } | { readonly type: 'ecdsa'; readonly curve: 'P-256' | 'P-384' };
+export type SignatureHash = 'sha256' | 'sha384' | 'sha1';
+
+/** A CA key as the rest of the CA sees it: its public half and the power to sign, never the secret. */
+export interface CaKey {
+  readonly id: string;
+  readonly type: 'rsa' | 'ecdsa';
+  readonly bits: number;
+  readonly spki: Uint8Array;
+  /** subjectKeyIdentifier of certificates for this key (RFC 5280 method 1). */
+  readonly keyId: Uint8Array;
+  signer(hash?: SignatureHash): Signer;
+}
+
+/**
+ * Where CA private keys live. The built-in store seals them in the database under a key file; a
+ * PKCS#11 token (an HSM) can implement the same three calls and keep the keys inside the device.
+ */
+export interface KeyStore {
+  generate(id: string, algorithm: CaKeyAlgorithm, createdAt: number): Promise<CaKey>;
+  /** Every key, opened: throws KeyFileError when the key file does not open them. */
+  loadAll(): Promise<CaKey[]>;
+}
+
+export class KeyFileError extends Error {}
+
+const KEY_FILE_BYTES = 32;
+
+/**
+ * Reads the 256-bit key-encryption key, creating it (mode 0600, never overwriting) when the file
+ * does not exist yet. The file holds the key in hex followed by a newline.
+ */
+export function readOrCreateKeyFile(path: string): Buffer {
+  if (!existsSync(path)) {
+    const key = randomBytes(KEY_FILE_BYTES);
+    try {
+      const fd = openSync(path, 'wx', 0o600);
+      try {
+        writeSync(fd, `${key.toString('hex')}\n`);
+      } finally {
+        closeSync(fd);
+      }
+      chmodSync(path, 0o600);
+      return key;
+    } catch (e) {
+      // Another process created it first: read theirs.
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new KeyFileError(`cannot create the CA key file ${path}: ${(e as Error).message}`);
+    }
+  }
+  const mode = statSync(path).mode & 0o077;
+  if (mode !== 0) throw new KeyFileError(`the CA key file ${path} is readable by group or others (mode ${(statSync(path).mode & 0o777).toString(8)}): chmod 600 it`);
+  const text = readFileSync(path, 'utf8').trim();
+  if (!/^[0-9a-f]{64}$/i.test(text)) throw new KeyFileError(`the CA key file ${path} does not hold a 256-bit key in hex`);
+  return Buffer.from(text, 'hex');
+}
+
+/** AES-256-GCM with the key id as associated data: a sealed key cannot be swapped onto another id. */
+function seal(kek: Buffer, id: string, plaintext: Uint8Array): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', kek, iv);
+  cipher.setAAD(Buffer.from(id, 'utf8'));
+  const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
+}
+
+function unseal(kek: Buffer, id: string, sealed: string): Buffer {
+  const raw = Buffer.from(sealed, 'base64');
+  const decipher = createDecipheriv('aes-256-gcm', kek, raw.subarray(0, 12));
+  decipher.setAAD(Buffer.from(id, 'utf8'));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]);
+}
+
+const generate = promisify(generateKeyPair);
+
+/** AlgorithmIdentifier of the signatures a key makes with a hash. */
+export function signatureAlgorithm(type: 'rsa' | 'ecdsa', hash: SignatureHash): Uint8Array {
+  if (type === 'rsa') return seq(oid(hash === 'sha1' ? OID.sha1WithRsa : hash === 'sha384' ? OID.sha384WithRsa : OID.sha256WithRsa), NULL);
+  if (hash === 'sha1') throw new Error('ECDSA CA keys never sign with SHA-1');
+  return seq(oid(hash === 'sha384' ? OID.ecdsaWithSha384 : OID.ecdsaWithSha256));
+}
+
+/** The subjectPublicKey BIT STRING value of a SubjectPublicKeyInfo. */
+export function subjectPublicKey(spki: Uint8Array): Uint8Array {
+  const [, key] = children(spki, readTlv(spki, 0));
+  if (key === undefined) throw new Error('bad SubjectPublicKeyInfo');
+  return contents(spki, key).subarray(1);
+}
+
+function openKey(id: string, type: 'rsa' | 'ecdsa', bits: number, spki: Uint8Array, privateKey: KeyObject): CaKey {
+  const defaultHash: SignatureHash = type === 'ecdsa' && bits === 384 ? 'sha384' : 'sha256';
+  const signers = new Map<SignatureHash, Signer>();
+  return {
+    id, type, bits, spki, keyId: keyIdentifier(subjectPublicKey(spki)),
+    signer(hash = defaultHash) {
+      let s = signers.get(hash);
+      if (s === undefined) {
+        const algorithm = signatureAlgorithm(type, hash);
+        s = { algorithm, sign: (data) => sign(hash, data, privateKey) };
+        signers.set(hash, s);
+      }
+      return s;
+    },
+  };
+}
+
+/** CA keys sealed with AES-256-GCM in the database, opened with the key file. */
+export class SealedKeyStore implements KeyStore {
+  constructor(private readonly repo: CaRepo, private readonly kek: Buffer, private readonly keyFile: string) {}
+
+  async generate(id: string, algorithm: CaKeyAlgorithm, createdAt: number): Promise<CaKey> {
+    const { privateKey } = algorithm.type === 'rsa'
+      ? await generate('rsa', { modulusLength: algorithm.bits, publicExponent: 65537 })
+      : await generate('ec', { namedCurve: algorithm.curve });
+    const spki = createPublicKey(privateKey).export({ type: 'spki', format: 'der' });
+    const pkcs8 = privateKey.export({ type: 'pkcs8', format: 'der' });
+    const bits = algorithm.type === 'rsa' ? algorithm.bits : algorithm.curve === 'P-384' ? 384 : 256;
+    await this.repo.insertKey({ id, key_type: algorithm.type, bits, spki: spki.toString('base64'), sealed: seal(this.kek, id, pkcs8), created_at: createdAt });
+    pkcs8.fill(0);
+    return openKey(id, algorithm.type, bits, spki, privateKey);
+  }
+
+  async loadAll(): Promise<CaKey[]> {
+    const rows = await this.repo.listKeys();
+    return rows.map((row) => {
+      let pkcs8: Buffer;
+      try {
+        pkcs8 = unseal(this.kek, row.id, row.sealed);
+      } catch {
+        throw new KeyFileError(
+          `the CA key file ${this.keyFile} does not open CA key ${row.id}: it is not the file the keys were sealed with (restore the original file, or set CERTDESK_CA_KEY_FILE to it)`,
+        );
+      }
+      const privateKey = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
+      pkcs8.fill(0);
+      const type = row.key_type === 'rsa' ? 'rsa' : 'ecdsa';
+      return openKey(row.id, type, row.bits, Buffer.from(row.spki, 'base64'), privateKey);
+    });
+  }
+}

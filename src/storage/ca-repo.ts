@@ -1,0 +1,153 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { Db } from './database.js';
+import type { CaCertificatesTable, CaKeysTable, CertificatesTable } from './schema.js';
+
+export type CaKeyRow = Selectable<CaKeysTable>;
+export type CaCertificateRow = Selectable<CaCertificatesTable>;
+export type NewLeaf = Omit<Insertable<CertificatesTable>, 'id' | 'revoked_at' | 'revocation_reason'>;
+
+/** What OCSP and revocation need to know about one leaf. */
+export interface LeafStatus {
+  readonly id: number;
+  readonly keyId: string | null;
+  readonly issuerId: string;
+  readonly serial: string;
+  readonly orderId: number | null;
+  readonly customerId: number | null;
+  readonly notAfter: number;
+  readonly revokedAt: number | null;
+  readonly reason: number | null;
+}
+
+export interface RevokedEntry {
+  readonly serial: string;
+  readonly revokedAt: number;
+  readonly reason: number | null;
+}
+
+const leafColumns = ['id', 'key_id', 'issuer_id', 'serial', 'order_id', 'customer_id', 'not_after', 'revoked_at', 'revocation_reason'] as const;
+type LeafRow = Pick<Selectable<CertificatesTable>, (typeof leafColumns)[number]>;
+const toStatus = (r: LeafRow): LeafStatus => ({
+  id: r.id, keyId: r.key_id, issuerId: r.issuer_id, serial: r.serial, orderId: r.order_id, customerId: r.customer_id,
+  notAfter: r.not_after, revokedAt: r.revoked_at, reason: r.revocation_reason,
+});
+
+/**
+ * The built-in CA's records: sealed keys, CA certificates, issued leaves and their revocation,
+ * the current CRL per issuing key and the cache of signed OCSP responses. Serials are upper-case
+ * hex without leading zeros' ambiguity: exactly the bytes in the certificate.
+ */
+export class CaRepo {
+  constructor(private readonly db: Db) {}
+
+  async insertKey(row: CaKeyRow): Promise<void> {
+    await this.db.kysely.insertInto('ca_keys').values(row).execute();
+  }
+
+  listKeys(): Promise<CaKeyRow[]> {
+    return this.db.kysely.selectFrom('ca_keys').selectAll().orderBy('id').execute();
+  }
+
+  async insertCaCertificate(row: CaCertificateRow): Promise<void> {
+    await this.db.kysely.insertInto('ca_certificates').values(row).execute();
+  }
+
+  listCaCertificates(): Promise<CaCertificateRow[]> {
+    return this.db.kysely.selectFrom('ca_certificates').selectAll().orderBy('brand').orderBy('generation').orderBy('id').execute();
+  }
+
+  /** Marks a CA certificate distrusted from the given dates; false when there is no such id. */
+  async setDistrust(id: string, phase1: number | null, phase2: number | null): Promise<boolean> {
+    const r = await this.db.kysely.updateTable('ca_certificates').set({ distrust_phase1: phase1, distrust_phase2: phase2 }).where('id', '=', id).executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /** Records issued leaves (one statement for a batch). */
+  async insertLeaves(rows: readonly NewLeaf[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db.kysely.insertInto('certificates').values([...rows]).execute();
+  }
+
+  async leaf(keyId: string, serial: string): Promise<LeafStatus | undefined> {
+    const r = await this.db.kysely.selectFrom('certificates').select(leafColumns).where('key_id', '=', keyId).where('serial', '=', serial).executeTakeFirst();
+    return r === undefined ? undefined : toStatus(r);
+  }
+
+  async leafBySerial(serial: string): Promise<LeafStatus | undefined> {
+    const r = await this.db.kysely.selectFrom('certificates').select(leafColumns).where('serial', '=', serial).executeTakeFirst();
+    return r === undefined ? undefined : toStatus(r);
+  }
+
+  /** The PEM and chain of one leaf, for callers that show it again. */
+  async leafPem(serial: string): Promise<{ pem: string; chainPem: string; pkcs7Pem: string; notBefore: number; notAfter: number } | undefined> {
+    const r = await this.db.kysely.selectFrom('certificates').select(['pem', 'chain_pem', 'pkcs7_pem', 'not_before', 'not_after']).where('serial', '=', serial).executeTakeFirst();
+    return r === undefined ? undefined : { pem: r.pem, chainPem: r.chain_pem, pkcs7Pem: r.pkcs7_pem, notBefore: r.not_before, notAfter: r.not_after };
+  }
+
+  /**
+   * Revokes a leaf once: the guarded update succeeds only if it was not revoked yet, so two
+   * concurrent revocations record one time and one reason. True when this call revoked it.
+   */
+  async revoke(id: number, at: number, reason: number | null): Promise<boolean> {
+    const r = await this.db.kysely
+      .updateTable('certificates')
+      .set({ revoked_at: at, revocation_reason: reason })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /** Revoked leaves of a key that have not expired by `now` (expired ones may leave the CRL). */
+  async revokedOf(keyId: string, now: number): Promise<RevokedEntry[]> {
+    const rows = await this.db.kysely
+      .selectFrom('certificates')
+      .select(['serial', 'revoked_at', 'revocation_reason'])
+      .where('key_id', '=', keyId)
+      .where('revoked_at', 'is not', null)
+      .where('not_after', '>=', now)
+      .orderBy('revoked_at')
+      .execute();
+    return rows.map((r) => ({ serial: r.serial, revokedAt: r.revoked_at ?? 0, reason: r.revocation_reason }));
+  }
+
+  async crl(keyId: string): Promise<{ number: number; thisUpdate: number; nextUpdate: number; der: string } | undefined> {
+    const r = await this.db.kysely.selectFrom('ca_crls').selectAll().where('key_id', '=', keyId).executeTakeFirst();
+    return r === undefined ? undefined : { number: r.number, thisUpdate: r.this_update, nextUpdate: r.next_update, der: r.der };
+  }
+
+  /** Stores a CRL unless one with the same or a higher number is already there. */
+  async saveCrl(keyId: string, crl: { number: number; thisUpdate: number; nextUpdate: number; der: string }): Promise<boolean> {
+    const row = { key_id: keyId, number: crl.number, this_update: crl.thisUpdate, next_update: crl.nextUpdate, der: crl.der };
+    const r = await this.db.kysely
+      .insertInto('ca_crls')
+      .values(row)
+      .onConflict((oc) => oc.column('key_id').doUpdateSet({ number: crl.number, this_update: crl.thisUpdate, next_update: crl.nextUpdate, der: crl.der }).where('ca_crls.number', '<', crl.number))
+      .executeTakeFirst();
+    return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
+  async ocspResponse(keyId: string, serial: string, hashAlg: string): Promise<{ der: string; nextUpdate: number } | undefined> {
+    const r = await this.db.kysely
+      .selectFrom('ocsp_responses')
+      .select(['der', 'next_update'])
+      .where('key_id', '=', keyId)
+      .where('serial', '=', serial)
+      .where('hash_alg', '=', hashAlg)
+      .executeTakeFirst();
+    return r === undefined ? undefined : { der: r.der, nextUpdate: r.next_update };
+  }
+
+  async saveOcspResponse(keyId: string, serial: string, hashAlg: string, der: string, nextUpdate: number): Promise<void> {
+    await this.db.kysely
+      .insertInto('ocsp_responses')
+      .values({ key_id: keyId, serial, hash_alg: hashAlg, der, next_update: nextUpdate })
+      .onConflict((oc) => oc.columns(['key_id', 'serial', 'hash_alg']).doUpdateSet({ der, next_update: nextUpdate }))
+      .execute();
+  }
+
+  /** Drops the cached responses of a serial (its status changed). */
+  async dropOcspResponses(keyId: string, serial: string): Promise<void> {
+    await this.db.kysely.deleteFrom('ocsp_responses').where('key_id', '=', keyId).where('serial', '=', serial).execute();
+  }
+}

@@ -57,6 +57,8 @@ export class ServerChild {
     private readonly proc: ChildProcess,
     readonly port: number,
     readonly credentials: { clientId: string; clientSecret: string } | undefined,
+    /** GET path of an OCSP request for a leaf the certdesk child issued (RFC 6960 A.1). */
+    readonly ocspPath: string | undefined,
   ) {
     proc.on('message', (m: ChildMessage) => this.onMessage(m));
     proc.on('exit', (code, signal) => {
@@ -109,7 +111,7 @@ export class ServerChild {
           reject(new Error(`server child ${name}: expected ready, got ${JSON.stringify(m)}`));
           return;
         }
-        resolve(new ServerChild(name, proc, m.port, m.credentials));
+        resolve(new ServerChild(name, proc, m.port, m.credentials, m.ocspPath));
       });
     });
   }

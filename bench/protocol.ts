@@ -5,7 +5,7 @@
 export type ServerKind = 'baseline' | 'certdesk';
 
 export type ChildMessage =
-  | { type: 'ready'; port: number; credentials?: { clientId: string; clientSecret: string } }
+  | { type: 'ready'; port: number; credentials?: { clientId: string; clientSecret: string }; ocspPath?: string }
   | { type: 'usage'; id: number; cpuMicros: number; eluActive: number; eluIdle: number }
   | { type: 'ack'; id: number }
   | { type: 'error'; id?: number; message: string };

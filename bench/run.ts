@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { ServerChild, killAllNow, terminateAll } from './children.js';
 import { measure, stopCurrentLoad, type LoadOptions, type RunResult } from './load.js';
 import { summarizeFile } from './profile-summary.js';
+import { formatCaTable, runCaBench } from './ca.js';
 import { DISTURBED_PCT, formatTable, summarizeTarget, writeJson, type TargetSummary } from './report.js';
 import { median, round } from './stats.js';
 import { TARGETS, type Fixtures, type RequestSpec, type Target } from './targets.js';
@@ -163,12 +164,12 @@ async function main(): Promise<number> {
     if (cpus().length < 2) throw new BenchBroken('BENCH_PIN needs at least 2 CPUs');
     pinProcess(process.pid, 0);
   }
-  const fixtures: Omit<Fixtures, 'token'> = { csrPem: makeCsr() };
+  const fixtures: Omit<Fixtures, 'token' | 'ocspPath'> = { csrPem: makeCsr() };
   const plan: { target: Target; child: ServerChild; spec: RequestSpec }[] = [];
   for (const target of settings.targets) {
     const child = await ServerChild.start(target.id, target.server);
     const token = target.server === 'certdesk' ? await getToken(child) : '';
-    const spec = target.request({ ...fixtures, token });
+    const spec = target.request({ ...fixtures, token, ocspPath: child.ocspPath ?? '' });
     await checkOnce(target, child, spec, 'before the runs');
     plan.push({ target, child, spec });
     if (settings.pin && child.pid !== undefined) pinProcess(child.pid, 1);
@@ -239,6 +240,13 @@ async function main(): Promise<number> {
   const missed = Object.values(summaries).filter((s) => s.goal !== null && !s.goal.met);
   log(missed.length === 0 ? 'all goals met' : `goals missed: ${missed.map((s) => `${s.label} (${s.goal!.text})`).join('; ')}`);
 
+  log('');
+  const ca = await runCaBench(log, { runs: settings.runs, seconds: settings.durationSeconds });
+  log('');
+  log(formatCaTable(ca));
+  const caMissed = [...Object.values(ca.issuance).filter((x) => !x.met).map((x) => `issuance with ${x.caKey} (${x.goal})`), ...(ca.crl100k.met ? [] : ['CRL of 100,000 entries (< 2 s)'])];
+  log(caMissed.length === 0 ? 'all CA goals met' : `CA goals missed: ${caMissed.join('; ')}`);
+
   const output = {
     date: new Date().toISOString(),
     node: process.version,
@@ -258,6 +266,7 @@ async function main(): Promise<number> {
       pinned: settings.pin,
     },
     targets: summaries,
+    ca,
   };
   if (settings.profile) {
     // Profiling slows the servers: keep those numbers away from the real results.

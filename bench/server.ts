@@ -11,7 +11,13 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { loadConfig } from '../src/config/index.js';
-import { createServices, createWebApp } from '../src/main.js';
+import { X509Certificate } from 'node:crypto';
+import { checkCsr } from '../src/ca/index.js';
+import { certIdFor } from '../src/ca/ocsp.js';
+import { seq } from '../src/ca/der-writer.js';
+import { children, readTlv } from '../src/core/der.js';
+import { createServices, createWebApp, type Services } from '../src/main.js';
+import { generateKeyAndCsr } from '../src/validation/keygen.js';
 import type { ChildMessage, ParentMessage, ServerKind } from './protocol.js';
 
 /** High enough that the limiter never refuses a benchmark request; it still runs on each one. */
@@ -20,6 +26,7 @@ const BENCH_RATE_LIMIT = '100000000';
 interface Running {
   port: number;
   credentials?: { clientId: string; clientSecret: string };
+  ocspPath?: string;
   close(): Promise<void>;
 }
 
@@ -47,6 +54,7 @@ async function startCertdesk(): Promise<Running> {
     return {
       port: portOf(app.server.address()),
       credentials: { clientId: created.application.clientId, clientSecret: created.clientSecret },
+      ocspPath: await ocspFixture(services),
       async close() {
         await app.close();
         await services.close();
@@ -57,6 +65,28 @@ async function startCertdesk(): Promise<Running> {
     rmSync(dataDir, { recursive: true, force: true });
     throw e;
   }
+}
+
+/** Makes the CA (small RSA keys: only the OCSP answer is measured), issues one leaf and returns its OCSP GET path. */
+async function ocspFixture(services: Services): Promise<string> {
+  await services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
+  const { csrPem } = await generateKeyAndCsr('ocsp.certdesk-bench.com');
+  const leaf = await services.ca.issue({
+    csr: checkCsr(csrPem), product: { code: 'TrustPoint.DV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'DV' }, dnsNames: ['ocsp.certdesk-bench.com'],
+  });
+  const issuer = new X509Certificate(leaf.intermediate);
+  const certId = certIdFor(subjectDer(issuer.raw), issuer.publicKey.export({ type: 'spki', format: 'der' }), Buffer.from(leaf.serial, 'hex'));
+  // OCSPRequest { TBSRequest { requestList { Request { CertID } } } }
+  const request = seq(seq(seq(seq(certId))));
+  return `/ocsp/${encodeURIComponent(Buffer.from(request).toString('base64'))}`;
+}
+
+/** The subject Name (DER) of a certificate. */
+function subjectDer(der: Uint8Array): Uint8Array {
+  const [tbs] = children(der, readTlv(der, 0));
+  const fields = children(der, tbs!);
+  const subject = fields[fields[0]!.tag === 0xa0 ? 5 : 4]!;
+  return der.subarray(subject.start, subject.end);
 }
 
 function portOf(address: AddressInfo | string | null): number {
@@ -131,7 +161,7 @@ async function main(): Promise<void> {
 
   const running = await starting;
   if (stopping === undefined) {
-    send({ type: 'ready', port: running.port, ...(running.credentials === undefined ? {} : { credentials: running.credentials }) });
+    send({ type: 'ready', port: running.port, ...(running.credentials === undefined ? {} : { credentials: running.credentials }), ...(running.ocspPath === undefined ? {} : { ocspPath: running.ocspPath }) });
   }
 }
 

@@ -11,6 +11,8 @@ export interface Goal {
 export interface Fixtures {
   readonly token: string;
   readonly csrPem: string;
+  /** GET path of an OCSP request for a leaf the certdesk server issued. */
+  readonly ocspPath: string;
 }
 
 export interface RequestSpec {
@@ -90,5 +92,14 @@ export const TARGETS: readonly Target[] = [
     check: (status, body) =>
       okEnvelope(status, body, (b) => ((b.ParsedCSR as { KeyLength?: unknown } | undefined)?.KeyLength === 2048 ? undefined : 'ParsedCSR.KeyLength is not 2048')),
     goal: { text: '≥ 2,000 req/s', met: (r) => r.medianReqPerSec >= 2000 },
+  },
+  {
+    id: 'ocsp',
+    label: 'GET /ocsp/<request> (cached signed response)',
+    server: 'certdesk',
+    request: (f) => ({ method: 'GET', path: f.ocspPath, headers: {} }),
+    // The body is DER (read here as text): a successful OCSPResponse is far longer than an error one (5 bytes).
+    check: (status, body) => (status === 200 && typeof body === 'string' && body.length > 100 ? undefined : `HTTP ${status}, ${typeof body === 'string' ? body.length : 0} bytes`),
+    goal: { text: '≥ 5,000 req/s', met: (r) => r.medianReqPerSec >= 5000 },
   },
 ];

@@ -9,6 +9,7 @@ import { loadConfig } from '../src/config/index.js';
 import { SIGNATURE_HASH_ALGORITHMS, type SignatureHashAlgorithm } from '../src/core/index.js';
 import { checkCsr, type CheckedCsr, type IssueRequest } from '../src/ca/index.js';
 import { createServices } from '../src/main.js';
+import { CaRepo } from '../src/storage/index.js';
 import { createTestContext, type TestContext } from './support/app.js';
 import { testDialects } from './support/databases.js';
 
@@ -289,6 +290,29 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
         expect(text).toMatch(/malformedrequest/i);
       }
       expect((await fetch(`${url}/ocsp/%%%`)).status).toBeLessThan(500);
+    });
+
+    it('ok/the periodic job re-signs CRLs past half their validity with a higher number, and is scheduled once', async () => {
+      const repo = new CaRepo(t.db);
+      const keyId = 'sectra-ecc-int-1';
+      await t.services.ca.crl(keyId);
+      const first = (await repo.crl(keyId))!;
+      expect(first.nextUpdate - first.thisUpdate).toBe(7 * 86400);
+      expect(await t.services.ca.refreshDueCrls()).not.toContain(keyId);
+      const saved = t.clock.nowSeconds();
+      t.clock.set(saved + 4 * 86400);
+      try {
+        expect(await t.services.ca.refreshDueCrls()).toContain(keyId);
+        const second = (await repo.crl(keyId))!;
+        expect(second.number).toBeGreaterThan(first.number);
+        expect(second.thisUpdate).toBe(saved + 4 * 86400);
+      } finally {
+        t.clock.set(saved);
+      }
+      await t.services.pki.schedule();
+      await t.services.pki.schedule();
+      const jobs = await t.db.kysely.selectFrom('jobs').select('name').where('name', '=', 'ca.refresh-crls').execute();
+      expect(jobs).toHaveLength(1);
     });
 
     it('fail/revoking an unknown serial or with an unknown reason changes nothing', async () => {

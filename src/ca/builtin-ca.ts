@@ -180,6 +180,25 @@ export class BuiltinCa implements Issuer {
     return created;
   }
 
+  /**
+   * A leaf issued here, in the shapes of `issue()`: the chain and PKCS#7 rebuilt from the CA
+   * certificates it was delivered with. Undefined for a serial this CA did not issue.
+   */
+  async fulfillment(serial: string): Promise<IssuedCertificate | undefined> {
+    const row = await this.o.repo.leafRecord(serial);
+    if (row === undefined || row.keyId === null) return undefined;
+    const chainIds = row.chainIds === null ? [] : row.chainIds.split(',');
+    const chainCerts = chainIds.map((id) => this.certs.get(id)).filter((c): c is CaCert => c !== undefined);
+    const intermediates = chainCerts.slice(0, -1);
+    const der = Buffer.from(row.pem.replace(/-----[^-]+-----|\s/g, ''), 'base64');
+    return {
+      serial: row.serial, issuerId: row.keyId, certificate: row.pem, der, chainIds,
+      intermediate: row.chainPem !== '' ? row.chainPem : intermediates.map((c) => c.pem).join(''),
+      pkcs7: row.pkcs7Pem !== '' ? row.pkcs7Pem : pem('PKCS7', certsOnlyPkcs7([der, ...intermediates.map((c) => c.der)])),
+      notBefore: row.notBefore, notAfter: row.notAfter,
+    };
+  }
+
   /** Every CA certificate, for `ca list` and `/pki/`. */
   list(): { id: string; brand: string; role: string; keyId: string; keyType: string; bits: number; parent: string | null; subject: string; notBefore: number; notAfter: number; distrust: { phase1: number | null; phase2: number | null } | null; pem: string }[] {
     return [...this.certs.values()].map((c) => ({
@@ -188,6 +207,11 @@ export class BuiltinCa implements Issuer {
       distrust: c.row.distrust_phase1 === null && c.row.distrust_phase2 === null ? null : { phase1: c.row.distrust_phase1, phase2: c.row.distrust_phase2 },
       pem: c.pem,
     }));
+  }
+
+  /** An opened CA key (the benchmark compares issuance with the raw signature rate of the same key). */
+  signingKey(keyId: string): CaKey | undefined {
+    return this.keys.get(keyId);
   }
 
   caCertificate(id: string): Uint8Array | undefined {
@@ -293,7 +317,9 @@ export class BuiltinCa implements Issuer {
     await this.after.add({
       leaf: {
         order_id: req.orderId ?? null, customer_id: customerId, issuer_id: chain.issuerCert.row.id, key_id: issuerKey.id, serial, pem: certificatePem,
-        chain_pem: chain.intermediatePem, pkcs7_pem: pkcs7Pem, not_before: template.notBefore, not_after: template.notAfter, created_at: now,
+        // The chain and the PKCS#7 bundle are the same for every leaf of a chain: rebuilt from chain_ids on
+        // read (`fulfillment`), they are not written ~3 KB at a time (half the cost of recording a leaf).
+        chain_pem: '', pkcs7_pem: '', not_before: template.notBefore, not_after: template.notAfter, created_at: now,
         chain_ids: chainIds.join(','), profile: profile.id,
       },
       event: { at: now, customerId, actor, clientAddress: null, action: 'ca.sign.done', subject: serial, details: { keyId: issuerKey.id, notAfter: template.notAfter } },

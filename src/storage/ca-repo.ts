@@ -78,10 +78,16 @@ export class CaRepo {
     return r === undefined ? undefined : toStatus(r);
   }
 
-  /** The PEM and chain of one leaf, for callers that show it again. */
-  async leafPem(serial: string): Promise<{ pem: string; chainPem: string; pkcs7Pem: string; notBefore: number; notAfter: number } | undefined> {
-    const r = await this.db.kysely.selectFrom('certificates').select(['pem', 'chain_pem', 'pkcs7_pem', 'not_before', 'not_after']).where('serial', '=', serial).executeTakeFirst();
-    return r === undefined ? undefined : { pem: r.pem, chainPem: r.chain_pem, pkcs7Pem: r.pkcs7_pem, notBefore: r.not_before, notAfter: r.not_after };
+  /** The stored certificate of one leaf, for callers that show it again. */
+  async leafRecord(serial: string): Promise<{ serial: string; keyId: string | null; pem: string; chainPem: string; pkcs7Pem: string; chainIds: string | null; notBefore: number; notAfter: number } | undefined> {
+    const r = await this.db.kysely
+      .selectFrom('certificates')
+      .select(['serial', 'key_id', 'pem', 'chain_pem', 'pkcs7_pem', 'chain_ids', 'not_before', 'not_after'])
+      .where('serial', '=', serial)
+      .executeTakeFirst();
+    return r === undefined ? undefined : {
+      serial: r.serial, keyId: r.key_id, pem: r.pem, chainPem: r.chain_pem, pkcs7Pem: r.pkcs7_pem, chainIds: r.chain_ids, notBefore: r.not_before, notAfter: r.not_after,
+    };
   }
 
   /**

@@ -139,7 +139,10 @@ export interface CertificatesTable {
   created_at: number;
   /** The CA key that signed it (ca_keys.id); null for rows from before the built-in CA. */
   key_id: string | null;
-  /** ca_certificates ids of the chain delivered, leaf side first, root last, comma-separated. */
+  /**
+   * ca_certificates ids of the chain delivered, leaf side first, root last, comma-separated. With
+   * it, `chain_pem` and `pkcs7_pem` are left empty and rebuilt from the CA certificates on read.
+   */
   chain_ids: string | null;
   profile: string | null;
 }

@@ -67,7 +67,6 @@ export function ca(_dialect: Dialect) {
       await db.schema.alterTable('certificates').addColumn('key_id', 'text').execute();
       await db.schema.alterTable('certificates').addColumn('chain_ids', 'text').execute();
       await db.schema.alterTable('certificates').addColumn('profile', 'text').execute();
-      await db.schema.createIndex('certificates_key_serial').on('certificates').columns(['key_id', 'serial']).execute();
     },
   };
 }

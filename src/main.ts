@@ -12,12 +12,13 @@ import { HashStore } from './ra/hash-store.js';
 import { Housekeeping } from './ra/housekeeping.js';
 import { CatalogService, loadCatalog } from './ra/catalog.js';
 import { OAuth } from './ra/oauth.js';
+import { Orders } from './ra/orders.js';
 import { Pki } from './ra/pki.js';
 import { PrincipalCache } from './ra/principal-cache.js';
 import { Shop } from './ra/shop.js';
 import { Tools } from './ra/tools.js';
 import {
-  ApplicationsRepo, AuditRepo, CaRepo, CustomersRepo, DcvValuesRepo, JobsRepo, KvRepo, TokensRepo, UsersRepo, inTransaction, migrateToLatest, openDatabase, pingDatabase, type Db,
+  ApplicationsRepo, AuditRepo, CaRepo, CustomersRepo, OrdersRepo, DcvValuesRepo, JobsRepo, KvRepo, TokensRepo, UsersRepo, inTransaction, migrateToLatest, openDatabase, pingDatabase, type Db,
 } from './storage/index.js';
 import { buildApp } from './web/app.js';
 import { buildKvApp, type KvApp } from './web/kv/server.js';
@@ -39,6 +40,7 @@ export interface Services {
   readonly hashStore: HashStore;
   readonly ca: BuiltinCa;
   readonly pki: Pki;
+  readonly orders: Orders;
   close(): Promise<void>;
 }
 
@@ -105,12 +107,17 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
   await ca.load();
   const pki = new Pki({ ca, jobs, clock });
+  const orderRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d) });
+  const orders = new Orders({
+    ...orderRepos(db), catalog, dcvValues, clock, blockedNames: config.blockedNames,
+    transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
+  });
 
   const close = async () => {
     await ca.flush();
     await db.close();
   };
-  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, close };
+  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, close };
 }
 
 /** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */
@@ -193,6 +200,7 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       metrics: services.metrics,
       ready: () => pingDatabase(services.db),
       pki: services.pki,
+      orders: services.orders,
     },
   );
 }

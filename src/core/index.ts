@@ -8,3 +8,4 @@ export * from './errors.js';
 export * from './ids.js';
 export * from './jobs.js';
 export * from './money.js';
+export * from './orders.js';

@@ -48,8 +48,8 @@ function openSqlite(file: string): Db {
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
   raw.pragma('busy_timeout = 5000');
-  // 64 MiB of page cache (the default is 2 MiB): certificate serials are random, so their unique
-  // index is written at random pages; with the small cache each leaf recorded cost ~3x more.
+  // 64 MiB of page cache (the default is 2 MiB): indexes on random keys (token hashes, DCV values)
+  // are written at random pages; with the small cache recording a certificate cost ~3x more.
   raw.pragma('cache_size = -65536');
   const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   return {

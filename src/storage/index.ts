@@ -10,3 +10,4 @@ export * from './migrate.js';
 export * from './tokens-repo.js';
 export * from './users-repo.js';
 export * from './ca-repo.js';
+export * from './orders-repo.js';

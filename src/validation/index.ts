@@ -3,3 +3,5 @@ export * from './base-domain.js';
 export * from './csr.js';
 export * from './keygen.js';
 export * from './names.js';
+export * from './dns-check.js';
+export * from './file-check.js';

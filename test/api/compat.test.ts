@@ -94,9 +94,11 @@ describe.each(testDialects())('compatibility quirks on $dialect', (dialect) => {
   });
 
   it('ok/misspelled paths of the original service reach their canonical routes', async () => {
-    const res = await t.call(c.token, { method: 'GET', url: '/rest/v1/GetModifiedOrders?FromDate=x' });
-    // The orders routes come with the order flow; the rewrite already names the canonical path.
-    expect(res.json().Message).toBe('No such path: GET /rest/v1/ModifiedOrders');
+    const window = 'FromDate=2026-01-01T00:00:00Z&ToDate=2027-01-01T00:00:00Z';
+    const res = await t.call(c.token, { method: 'GET', url: `/rest/v1/GetModifiedOrders?${window}` });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual((await t.call(c.token, { method: 'GET', url: `/rest/v1/ModifiedOrders?${window}` })).json());
+    expect(res.json()).toEqual({ success: true, OrderInfos: [] });
   });
 
   it('ok/responses keep the spec’s spellings', async () => {

@@ -1,8 +1,10 @@
 import type { Accounts } from '../../ra/accounts.js';
+import type { Orders } from '../../ra/orders.js';
 import type { Shop } from '../../ra/shop.js';
 import type { Tools } from '../../ra/tools.js';
 import type { App } from '../types.js';
 import { registerLimit } from './limit.js';
+import { registerOrders } from './orders.js';
 import { registerProducts } from './products.js';
 import { registerProfile } from './profile.js';
 import { registerQuote } from './quote.js';
@@ -13,6 +15,7 @@ export interface RestDeps {
   readonly accounts: Accounts;
   readonly shop: Shop;
   readonly tools: Tools;
+  readonly orders: Orders;
 }
 
 /** The /rest/v1 API: one file per resource. */
@@ -23,4 +26,5 @@ export function registerRest(app: App, deps: RestDeps): void {
   registerProducts(app, deps);
   registerQuote(app, deps);
   registerTools(app, deps);
+  registerOrders(app, deps);
 }

@@ -1,0 +1,125 @@
+import { sql, type Insertable, type Selectable } from 'kysely';
+import type { CustomerId, MajorStatus, MinorStatus } from '../core/index.js';
+import type { Db } from './database.js';
+import type { OrderNamesTable, OrdersTable } from './schema.js';
+
+export type OrderRow = Selectable<OrdersTable>;
+export type NewOrderRow = Omit<Insertable<OrdersTable>, 'id'>;
+export type OrderNameRow = Selectable<OrderNamesTable>;
+export type NewOrderName = Pick<Insertable<OrderNamesTable>, 'name' | 'method' | 'status' | 'approver_email'>;
+
+/** Filters of GET /Orders (spec §4.12); every read is scoped to one customer. */
+export interface OrderFilter {
+  readonly statuses?: readonly MajorStatus[];
+  readonly productTypes?: readonly string[];
+  /** SQL LIKE pattern with `%` as the wildcard (`_` and `\` are matched literally). */
+  readonly commonName?: string;
+  readonly orderBy: 'ServiceOrderID' | 'OrderDate' | 'UpdateDate' | 'CommonName';
+  readonly orderDir: 'ASC' | 'DESC';
+  readonly offset: number;
+  readonly limit: number;
+}
+
+const ORDER_COLUMNS = {
+  ServiceOrderID: 'id', OrderDate: 'order_date', UpdateDate: 'update_date', CommonName: 'common_name',
+} as const;
+
+/** Whether an error is a unique-constraint violation (SQLite or PostgreSQL). */
+export function isUniqueViolation(e: unknown): boolean {
+  const err = e as { code?: string; message?: string };
+  return err.code === '23505' || err.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/.test(err.message ?? '');
+}
+
+/**
+ * Orders and their names, the customer's credit and the ledger. Methods are single statements;
+ * the RA composes them in one transaction (`inTransaction`) where several must hold together.
+ */
+export class OrdersRepo {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Reserves `amount` of the customer's credit: one guarded UPDATE, so concurrent orders can never
+   * push `used` over the limit (SQLite serialises writers; PostgreSQL locks the row).
+   */
+  async reserveCredit(customerId: CustomerId, amount: number): Promise<boolean> {
+    const r = await this.db.kysely
+      .updateTable('customers')
+      .set({ used_minor: sql`used_minor + ${amount}` })
+      .where('id', '=', customerId)
+      .where(sql<boolean>`used_minor + ${amount} <= credit_limit_minor`)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  async insertOrder(row: NewOrderRow): Promise<number> {
+    const r = await this.db.kysely.insertInto('orders').values(row).returning('id').executeTakeFirstOrThrow();
+    return r.id;
+  }
+
+  async insertNames(orderId: number, names: readonly NewOrderName[]): Promise<void> {
+    if (names.length === 0) return;
+    await this.db.kysely.insertInto('order_names').values(names.map((n) => ({ ...n, order_id: orderId }))).execute();
+  }
+
+  /** One ledger line; the unique (order, kind) makes a second charge or refund of an order fail. */
+  async insertLedger(customerId: CustomerId, orderId: number, kind: 'charge' | 'refund', amount: number, at: number): Promise<void> {
+    await this.db.kysely.insertInto('ledger').values({ customer_id: customerId, order_id: orderId, kind, amount_minor: amount, created_at: at }).execute();
+  }
+
+  async byPartnerOrderId(customerId: CustomerId, partnerOrderId: string): Promise<{ id: number; requestHash: string } | undefined> {
+    const r = await this.db.kysely
+      .selectFrom('orders')
+      .select(['id', 'request_hash'])
+      .where('customer_id', '=', customerId)
+      .where('partner_order_id', '=', partnerOrderId)
+      .executeTakeFirst();
+    return r === undefined ? undefined : { id: r.id, requestHash: r.request_hash };
+  }
+
+  /** One order of one customer: another customer's order is simply not found. */
+  async get(customerId: CustomerId, id: number): Promise<OrderRow | undefined> {
+    return this.db.kysely.selectFrom('orders').selectAll().where('customer_id', '=', customerId).where('id', '=', id).executeTakeFirst();
+  }
+
+  async names(orderIds: readonly number[]): Promise<OrderNameRow[]> {
+    if (orderIds.length === 0) return [];
+    return this.db.kysely.selectFrom('order_names').selectAll().where('order_id', 'in', [...orderIds]).orderBy('order_id').orderBy('id').execute();
+  }
+
+  /** A page of a customer's orders and how many match in all. */
+  async list(customerId: CustomerId, f: OrderFilter): Promise<{ rows: OrderRow[]; total: number }> {
+    let q = this.db.kysely.selectFrom('orders').where('customer_id', '=', customerId);
+    if (f.statuses !== undefined && f.statuses.length > 0) q = q.where('major_status', 'in', [...f.statuses]);
+    if (f.productTypes !== undefined && f.productTypes.length > 0) q = q.where('product_type', 'in', [...f.productTypes]);
+    if (f.commonName !== undefined) q = q.where(sql<boolean>`common_name LIKE ${f.commonName} ESCAPE '\\'`);
+    const column = ORDER_COLUMNS[f.orderBy];
+    const dir = f.orderDir === 'ASC' ? 'asc' : 'desc';
+    const [rows, count] = await Promise.all([
+      q.selectAll().orderBy(column, dir).orderBy('id', dir).offset(f.offset).limit(f.limit).execute(),
+      q.select((e) => e.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.n) };
+  }
+
+  /** Orders changed in [from, to) (GET /ModifiedOrders), oldest change first. */
+  async modified(customerId: CustomerId, from: number, to: number, limit: number): Promise<OrderRow[]> {
+    return this.db.kysely
+      .selectFrom('orders')
+      .selectAll()
+      .where('customer_id', '=', customerId)
+      .where('update_date', '>=', from)
+      .where('update_date', '<', to)
+      .orderBy('update_date')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+  }
+
+  /** Moves an order from one state to another if it is still in `from`; false when it was not. */
+  async transition(id: number, from: { major: MajorStatus; minor?: MinorStatus }, to: { major: MajorStatus; minor: MinorStatus }, at: number, extra: Partial<Pick<OrderRow, 'issued_at' | 'failure_reason' | 'billing_status'>> = {}): Promise<boolean> {
+    let q = this.db.kysely.updateTable('orders').set({ major_status: to.major, minor_status: to.minor, update_date: at, ...extra }).where('id', '=', id).where('major_status', '=', from.major);
+    if (from.minor !== undefined) q = q.where('minor_status', '=', from.minor);
+    const r = await q.executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+}

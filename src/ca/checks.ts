@@ -7,6 +7,7 @@
 import { ECDH, createHash, createPublicKey, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { CertdeskError } from '../core/index.js';
 import { DerError, TAG, children, contents, expectTag, oidText, readTlv, stringText, type Tlv } from '../core/der.js';
+import { decodeCsrText, requestedSanExtension } from '../core/pem.js';
 
 export type CaKeyType = 'rsa' | 'ecdsa';
 
@@ -35,9 +36,6 @@ export interface CheckedCsr {
 
 /** Larger inputs are refused before parsing; a request with 250 SANs is about 10 KiB. */
 const MAX_INPUT = 64 * 1024;
-const PEM_LABELS = ['CERTIFICATE REQUEST', 'NEW CERTIFICATE REQUEST'];
-const SAN_OID = '2.5.29.17';
-const EXTENSION_REQUEST_OID = '1.2.840.113549.1.9.14';
 const CN_OID = '2.5.4.3';
 
 const RSA_OID = '1.2.840.113549.1.1.1';
@@ -206,8 +204,9 @@ export function checkPublicKey(spki: Uint8Array): CheckedKey {
 
 /**
  * Parses a PKCS#10 request (DER bytes, or PEM text labelled CERTIFICATE REQUEST or NEW
- * CERTIFICATE REQUEST; a bare base64 body is also read, as src/validation/csr.ts does), checks
- * its key with the rules of checkPublicKey and then verifies its self-signature.
+ * CERTIFICATE REQUEST; a bare base64 body is also read — text is decoded by decodeCsrText of
+ * src/core/pem.ts, as in src/validation/csr.ts), checks its key with the rules of checkPublicKey
+ * and then verifies its self-signature.
  * Throws `CertdeskError` of kind `invalidCsr` (unparsable, unsupported signature algorithm,
  * signature that does not verify) or `badKey`, with field 'CSR', and never anything else.
  */
@@ -242,28 +241,9 @@ function decodeInput(input: unknown): Uint8Array {
     return new Uint8Array(input);
   }
   if (typeof input !== 'string') throw invalidCsr('The CSR could not be parsed: it must be DER bytes or PEM text.');
-  if (input.length > MAX_INPUT) throw invalidCsr(`The CSR is larger than ${MAX_INPUT / 1024} KiB.`);
-  const text = input.trim();
-  if (text === '') throw invalidCsr('The CSR is empty.');
-  let body = text;
-  if (text.startsWith('-----')) {
-    const begin = /^-----BEGIN ([A-Z0-9 ]{1,64})-----/.exec(text);
-    if (!begin?.[1]) throw invalidCsr('The CSR could not be parsed: its "-----BEGIN CERTIFICATE REQUEST-----" line is damaged.');
-    const label = begin[1];
-    if (!PEM_LABELS.includes(label)) throw invalidCsr(`The CSR could not be parsed: the PEM block is a "${label}", not a "CERTIFICATE REQUEST".`);
-    const endLine = `-----END ${label}-----`;
-    const end = text.indexOf(endLine, begin[0].length);
-    if (end < 0) throw invalidCsr(`The CSR could not be parsed: it has no "${endLine}" line.`);
-    if (end + endLine.length !== text.length) throw invalidCsr(`The CSR could not be parsed: there is text after "${endLine}".`);
-    body = text.slice(begin[0].length, end);
-  }
-  const b64 = body.replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 === 1) {
-    throw invalidCsr('The CSR could not be parsed: it is neither PEM nor valid base64.');
-  }
-  const der = new Uint8Array(Buffer.from(b64, 'base64'));
-  if (der.length === 0) throw invalidCsr('The CSR is empty.');
-  return der;
+  const decoded = decodeCsrText(input, MAX_INPUT);
+  if ('problem' in decoded) throw invalidCsr(decoded.problem);
+  return decoded.der;
 }
 
 interface ParsedRequest {
@@ -340,24 +320,15 @@ function commonName(der: Uint8Array, name: Tlv): string {
 
 /** dNSName entries of the SAN in the extensionRequest attribute, lower-cased. */
 function dnsNames(der: Uint8Array, attributes: Tlv): string[] {
-  for (const attribute of children(der, attributes)) {
-    const [type, values] = children(der, expectTag(attribute, TAG.SEQUENCE));
-    if (type === undefined || oidText(der, type) !== EXTENSION_REQUEST_OID) continue;
-    const [extensions] = children(der, expectTag(values, TAG.SET));
-    for (const extension of children(der, expectTag(extensions, TAG.SEQUENCE))) {
-      const parts = children(der, expectTag(extension, TAG.SEQUENCE));
-      const octets = expectTag(parts[parts.length - 1], TAG.OCTET_STRING);
-      if (oidText(der, parts[0]!) !== SAN_OID) continue;
-      const list = readTlv(der, octets.contentStart, octets.end);
-      if (list.end !== octets.end) throw new DerError('trailing bytes in the SAN extension');
-      const out: string[] = [];
-      for (const item of children(der, expectTag(list, TAG.SEQUENCE))) {
-        if (item.tag === 0x82) out.push(Buffer.from(contents(der, item)).toString('latin1').toLowerCase());
-      }
-      return out;
-    }
+  const octets = requestedSanExtension(der, attributes);
+  if (octets === undefined) return [];
+  const list = readTlv(der, octets.contentStart, octets.end);
+  if (list.end !== octets.end) throw new DerError('trailing bytes in the SAN extension');
+  const out: string[] = [];
+  for (const item of children(der, expectTag(list, TAG.SEQUENCE))) {
+    if (item.tag === 0x82) out.push(Buffer.from(contents(der, item)).toString('latin1').toLowerCase());
   }
-  return [];
+  return out;
 }
 
 function verifySignature(der: Uint8Array, request: ParsedRequest, key: CheckedKey, jwk: JsonWebKey): void {

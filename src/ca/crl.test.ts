@@ -1,112 +1,39 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { X509Certificate, createHash, createPrivateKey, randomBytes, sign } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OpensslCa, type CaCert } from '../../test/support/openssl-ca.js';
 import { TAG, children, contents, expectTag, oidText, readTlv } from '../core/der.js';
-import { buildCrl, type CrlEntry, type Signer } from './crl.js';
-import { NULL, oid, pem, seq } from './der-writer.js';
+import { buildCrl, type CrlEntry } from './crl.js';
+import { pem } from './der-writer.js';
 
 // Fixtures: an ECDSA P-256 root and an RSA-2048 intermediate it issued, made with the openssl CLI.
-const CNF = `[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = unused
-[v3_ca]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign,digitalSignature
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-[leaf]
-basicConstraints = CA:FALSE
-keyUsage = critical,digitalSignature
-extendedKeyUsage = serverAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-`;
+const fx = new OpensslCa('crl-test-');
+const { openssl, run } = fx;
 
-let dir = '';
-const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-/** Runs openssl without throwing: exit status and stdout+stderr. */
-function run(...args: string[]): { status: number | null; out: string } {
-  const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
-  return { status: r.status, out: `${r.stdout}${r.stderr}` };
-}
-
-interface Ca {
-  readonly file: string;
-  readonly name: Uint8Array;
-  readonly ski: Uint8Array;
-  readonly keyHash: Uint8Array;
-  readonly signer: Signer;
-}
-
-/** Subject Name, SKI extension value and key hash of a certificate, read with core/der. */
-function caFromFiles(certFile: string, keyFile: string, rsa: boolean): Ca {
-  const raw = new Uint8Array(new X509Certificate(readFileSync(join(dir, certFile))).raw);
-  const tbs = children(raw, readTlv(raw, 0))[0]!;
-  const f = children(raw, tbs);
-  const off = f[0]!.tag === 0xa0 ? 1 : 0;
-  const name = raw.slice(f[4 + off]!.start, f[4 + off]!.end);
-  const spki = children(raw, f[5 + off]!);
-  const keyHash = createHash('sha1').update(contents(raw, spki[1]!).subarray(1)).digest();
-  let ski: Uint8Array | undefined;
-  for (const ext of children(raw, children(raw, f.find((t) => t.tag === 0xa3)!)[0]!)) {
-    const e = children(raw, ext);
-    if (oidText(raw, e[0]!) === '2.5.29.14') {
-      const inner = contents(raw, e[e.length - 1]!);
-      ski = contents(inner, readTlv(inner, 0)).slice();
-    }
-  }
-  const key = createPrivateKey(readFileSync(join(dir, keyFile)));
-  const signer: Signer = rsa
-    ? { algorithm: seq(oid('1.2.840.113549.1.1.11'), NULL), sign: (d) => sign('sha256', d, key) }
-    : { algorithm: seq(oid('1.2.840.10045.4.3.2')), sign: (d) => sign('sha256', d, key) };
-  return { file: certFile, name, ski: ski!, keyHash, signer };
-}
-
-function leaf(name: string, ca: string, serial: string): void {
-  openssl('req', '-new', '-config', 'ca.cnf', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-    '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}.example`);
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-set_serial', serial,
-    '-days', '10', '-extfile', 'ca.cnf', '-extensions', 'leaf', '-out', `${name}.pem`);
-}
-
-let root: Ca;
-let inter: Ca;
+let root: CaCert;
+let inter: CaCert;
 const now = Math.floor(Date.now() / 1000);
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'crl-test-'));
-  writeFileSync(join(dir, 'ca.cnf'), CNF);
-  openssl('req', '-x509', '-config', 'ca.cnf', '-extensions', 'v3_ca', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
-    '-nodes', '-keyout', 'root.key', '-out', 'root.pem', '-subj', '/C=US/O=Certdesk Test/CN=Test Root EC', '-days', '30');
-  openssl('req', '-new', '-config', 'ca.cnf', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'int.key', '-out', 'int.csr',
-    '-subj', '/C=US/O=Certdesk Test/OU=Issuing/CN=Test Intermediate RSA');
-  openssl('x509', '-req', '-in', 'int.csr', '-CA', 'root.pem', '-CAkey', 'root.key', '-set_serial', '0x1000', '-days', '30',
-    '-extfile', 'ca.cnf', '-extensions', 'v3_ca', '-out', 'int.pem');
-  leaf('int-revoked', 'int', '0x1001');
-  leaf('int-good', 'int', '0x1002');
-  leaf('int-highbit', 'int', '0x00c0ffee00000000000000000000000001');
-  leaf('root-revoked', 'root', '0x2001');
-  leaf('root-good', 'root', '0x2002');
-  root = caFromFiles('root.pem', 'root.key', false);
-  inter = caFromFiles('int.pem', 'int.key', true);
+  fx.setUp({ intermediateSubject: '/C=US/O=Certdesk Test/OU=Issuing/CN=Test Intermediate RSA' });
+  fx.issue('int-revoked', 'int', '0x1001');
+  fx.issue('int-good', 'int', '0x1002');
+  fx.issue('int-highbit', 'int', '0x00c0ffee00000000000000000000000001');
+  fx.issue('root-revoked', 'root', '0x2001');
+  fx.issue('root-good', 'root', '0x2002');
+  root = fx.cert('root.pem', 'root.key', false);
+  inter = fx.cert('int.pem', 'int.key', true);
 }, 60_000);
 
-afterAll(() => {
-  if (dir !== '') rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => fx.cleanUp());
 
 const hex = (h: string) => Uint8Array.from(Buffer.from(h, 'hex'));
 const toHex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 /** Writes the CRL as DER and PEM; returns the DER file name. */
 function writeCrl(name: string, der: Uint8Array): string {
-  writeFileSync(join(dir, `${name}.crl`), der);
-  writeFileSync(join(dir, `${name}.crl.pem`), pem('X509 CRL', der));
+  writeFileSync(fx.path(`${name}.crl`), der);
+  writeFileSync(fx.path(`${name}.crl.pem`), pem('X509 CRL', der));
   return `${name}.crl`;
 }
 

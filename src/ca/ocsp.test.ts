@@ -1,107 +1,38 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { X509Certificate, createHash, createPrivateKey, randomBytes, sign } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OpensslCa, type CaCert } from '../../test/support/openssl-ca.js';
 import { TAG, children, contents, oidText, readTlv } from '../core/der.js';
-import { type Signer } from './crl.js';
 import { NULL, oid, seq } from './der-writer.js';
 import {
   OcspMalformedError, buildOcspResponse, certIdFor, ocspErrorResponse, parseOcspRequest, type OcspErrorStatus,
   type OcspSingle, type OcspStatus,
 } from './ocsp.js';
 
-// Fixtures: an ECDSA P-256 root, an RSA-2048 intermediate, leaves and a delegated OCSP responder.
-const CNF = `[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = unused
-[v3_ca]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign,digitalSignature
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-[leaf]
-basicConstraints = CA:FALSE
-keyUsage = critical,digitalSignature
-extendedKeyUsage = serverAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-[responder]
-basicConstraints = CA:FALSE
-keyUsage = critical,digitalSignature
-extendedKeyUsage = OCSPSigning
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-`;
-
 const SHA1 = '1.3.14.3.2.26';
 const SHA256 = '2.16.840.1.101.3.4.2.1';
 
-let dir = '';
-const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-/** Runs openssl without throwing: exit status and stdout+stderr. */
-function run(...args: string[]): { status: number | null; out: string } {
-  const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
-  return { status: r.status, out: `${r.stdout}${r.stderr}` };
-}
+// Fixtures: an ECDSA P-256 root, an RSA-2048 intermediate, leaves and a delegated OCSP responder.
+const fx = new OpensslCa('ocsp-test-');
+const { openssl, run } = fx;
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-const file = (name: string) => new Uint8Array(readFileSync(join(dir, name)));
+const file = (name: string) => new Uint8Array(readFileSync(fx.path(name)));
 
-interface Party {
-  readonly name: Uint8Array;
-  readonly spki: Uint8Array;
-  readonly keyHash: Uint8Array;
-  readonly der: Uint8Array;
-  readonly signer: Signer;
-}
-
-/** Subject Name, SPKI and key hash of a certificate (read with core/der) and a Signer for its key. */
-function party(certFile: string, keyFile: string, rsa: boolean): Party {
-  const raw = new Uint8Array(new X509Certificate(readFileSync(join(dir, certFile))).raw);
-  const f = children(raw, children(raw, readTlv(raw, 0))[0]!);
-  const off = f[0]!.tag === 0xa0 ? 1 : 0;
-  const spkiT = f[5 + off]!;
-  const spki = raw.slice(spkiT.start, spkiT.end);
-  const keyHash = createHash('sha1').update(contents(raw, children(raw, spkiT)[1]!).subarray(1)).digest();
-  const key = createPrivateKey(readFileSync(join(dir, keyFile)));
-  const signer: Signer = rsa
-    ? { algorithm: seq(oid('1.2.840.113549.1.1.11'), NULL), sign: (d) => sign('sha256', d, key) }
-    : { algorithm: seq(oid('1.2.840.10045.4.3.2')), sign: (d) => sign('sha256', d, key) };
-  return { name: raw.slice(f[4 + off]!.start, f[4 + off]!.end), spki, keyHash, der: raw, signer };
-}
-
-function issue(name: string, ca: string, serial: string, ext: string): void {
-  openssl('req', '-new', '-config', 'ca.cnf', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-    '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}.example`);
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-set_serial', serial,
-    '-days', '10', '-extfile', 'ca.cnf', '-extensions', ext, '-out', `${name}.pem`);
-}
-
-let root: Party;
-let inter: Party;
-let responder: Party;
+let root: CaCert;
+let inter: CaCert;
+let responder: CaCert;
 const now = Math.floor(Date.now() / 1000);
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'ocsp-test-'));
-  writeFileSync(join(dir, 'ca.cnf'), CNF);
-  openssl('req', '-x509', '-config', 'ca.cnf', '-extensions', 'v3_ca', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
-    '-nodes', '-keyout', 'root.key', '-out', 'root.pem', '-subj', '/C=US/O=Certdesk Test/CN=Test Root EC', '-days', '30');
-  openssl('req', '-new', '-config', 'ca.cnf', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'int.key', '-out', 'int.csr',
-    '-subj', '/C=US/O=Certdesk Test/CN=Test Intermediate RSA');
-  openssl('x509', '-req', '-in', 'int.csr', '-CA', 'root.pem', '-CAkey', 'root.key', '-set_serial', '0x1000', '-days', '30',
-    '-extfile', 'ca.cnf', '-extensions', 'v3_ca', '-out', 'int.pem');
-  issue('good', 'int', '0x1001', 'leaf');
-  issue('revoked', 'int', '0x1002', 'leaf');
-  issue('noreason', 'int', '0x1003', 'leaf');
-  issue('rootleaf', 'root', '0x2001', 'leaf');
-  issue('responder', 'int', '0x1ff0', 'responder');
-  root = party('root.pem', 'root.key', false);
-  inter = party('int.pem', 'int.key', true);
-  responder = party('responder.pem', 'responder.key', false);
+  fx.setUp();
+  fx.issue('good', 'int', '0x1001', 'leaf');
+  fx.issue('revoked', 'int', '0x1002', 'leaf');
+  fx.issue('noreason', 'int', '0x1003', 'leaf');
+  fx.issue('rootleaf', 'root', '0x2001', 'leaf');
+  fx.issue('responder', 'int', '0x1ff0', 'responder');
+  root = fx.cert('root.pem', 'root.key', false);
+  inter = fx.cert('int.pem', 'int.key', true);
+  responder = fx.cert('responder.pem', 'responder.key', false);
   // Requests as openssl makes them.
   openssl('ocsp', '-issuer', 'int.pem', '-cert', 'good.pem', '-reqout', 'good.req', '-no_nonce');
   openssl('ocsp', '-issuer', 'int.pem', '-cert', 'good.pem', '-reqout', 'nonce.req');
@@ -112,9 +43,7 @@ beforeAll(() => {
   openssl('ocsp', '-issuer', 'root.pem', '-cert', 'rootleaf.pem', '-reqout', 'root.req', '-no_nonce');
 }, 60_000);
 
-afterAll(() => {
-  if (dir !== '') rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => fx.cleanUp());
 
 const REQUESTS = ['good.req', 'nonce.req', 'sha256.req', 'two.req', 'serial.req', 'signed.req', 'root.req'];
 
@@ -143,7 +72,7 @@ describe('parseOcspRequest', () => {
   });
 
   it('returns copies, not views of the request buffer', () => {
-    const buf = readFileSync(join(dir, 'nonce.req'));
+    const buf = readFileSync(fx.path('nonce.req'));
     const info = parseOcspRequest(buf);
     const before = [hex(info.nonce!), hex(info.certIds[0]!.der), hex(info.certIds[0]!.serial), hex(info.certIds[0]!.issuerKeyHash)];
     buf.fill(0);
@@ -237,8 +166,8 @@ describe('parseOcspRequest', () => {
 describe('buildOcspResponse', () => {
   const window = { thisUpdate: now - 60, nextUpdate: now + 3600 };
   const single = (certId: Uint8Array, status: OcspStatus): OcspSingle => ({ certId, status, ...window });
-  const respond = (name: string, by: Party, responses: OcspSingle[], certs?: Uint8Array[]) => {
-    writeFileSync(join(dir, name), buildOcspResponse({ responderKeyHash: by.keyHash, producedAt: now - 30, responses, certs }, by.signer));
+  const respond = (name: string, by: CaCert, responses: OcspSingle[], certs?: Uint8Array[]) => {
+    writeFileSync(fx.path(name), buildOcspResponse({ responderKeyHash: by.keyHash, producedAt: now - 30, responses, certs }, by.signer));
     return name;
   };
   const verifyArgs = (resp: string, issuer: string, ...ids: string[]) =>
@@ -311,7 +240,7 @@ describe('buildOcspResponse', () => {
       { responderKeyHash: inter.keyHash, producedAt: now, responses: [single(id!.der, { kind: 'good' })] },
       { algorithm: inter.signer.algorithm, sign: (d) => responder.signer.sign(d) },
     );
-    writeFileSync(join(dir, 'forged.der'), forged);
+    writeFileSync(fx.path('forged.der'), forged);
     const r = run(...verifyArgs('forged.der', 'int.pem', '-cert', 'good.pem'));
     expect(r.out).not.toContain('Response verify OK');
     expect(r.status).not.toBe(0);
@@ -387,7 +316,7 @@ describe('ocspErrorResponse', () => {
     it(`encodes ${status} (${code}) as openssl reads it`, () => {
       const der = ocspErrorResponse(status);
       expect(hex(der)).toBe(`30030a010${code}`);
-      writeFileSync(join(dir, 'err.der'), der);
+      writeFileSync(fx.path('err.der'), der);
       const r = run('ocsp', '-respin', 'err.der', '-resp_text', '-noverify');
       expect(r.out).toContain(`Responder Error: ${status.toLowerCase()} (${code})`);
     });

@@ -1,6 +1,7 @@
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { CertdeskError } from '../core/index.js';
 import { DerError, TAG, children, expectTag, oidText, readTlv, stringText, type Tlv } from '../core/der.js';
+import { decodeCsrText, requestedSanExtension } from '../core/pem.js';
 
 /** `KeyEncryptionAlgorithm` of spec 2.5; certdesk-specific names for the keys the spec does not list. */
 export type KeyAlgorithm = 'RSA' | 'ECC' | 'DSA' | 'Ed25519' | 'Ed448' | 'UNKNOWN';
@@ -41,9 +42,6 @@ export type ParsedCsr = ReturnType<typeof toParsedCsr>;
 
 /** Larger inputs are refused before any parsing: a CSR with 250 SANs is about 10 KiB. */
 export const MAX_CSR_CHARS = 64 * 1024;
-const PEM_LABELS = ['CERTIFICATE REQUEST', 'NEW CERTIFICATE REQUEST'];
-const SAN_OID = '2.5.29.17';
-const EXTENSION_REQUEST_OID = '1.2.840.113549.1.9.14';
 type SubjectField = 'CN' | 'O' | 'OU' | 'L' | 'ST' | 'C' | 'E';
 /** Attribute type OIDs of the subject fields (RFC 5280 §4.1.2.4, PKCS#9 emailAddress). */
 const SUBJECT_OIDS: Record<string, SubjectField> = {
@@ -129,30 +127,9 @@ export function toParsedCsr(info: CsrInfo, uniqueValue: string) {
 
 function decodePem(pem: unknown): Uint8Array {
   if (typeof pem !== 'string') throw invalidCsr('The CSR must be a string holding a PEM request.');
-  if (pem.length > MAX_CSR_CHARS) throw invalidCsr(`The CSR is larger than ${MAX_CSR_CHARS / 1024} KiB.`);
-  const text = pem.trim();
-  if (text === '') throw invalidCsr('The CSR is empty.');
-  let body = text;
-  if (text.startsWith('-----')) {
-    const begin = /^-----BEGIN ([A-Z0-9 ]{1,64})-----/.exec(text);
-    if (!begin?.[1]) throw invalidCsr('The CSR does not start with a valid "-----BEGIN CERTIFICATE REQUEST-----" line.');
-    const label = begin[1];
-    if (!PEM_LABELS.includes(label)) throw invalidCsr(`The PEM block is a "${label}", not a "CERTIFICATE REQUEST".`);
-    const endLine = `-----END ${label}-----`;
-    const end = text.indexOf(endLine, begin[0].length);
-    if (end < 0) throw invalidCsr(`The CSR has no "${endLine}" line: it seems truncated.`);
-    if (end + endLine.length !== text.length) throw invalidCsr(`The CSR has unexpected text after "${endLine}".`);
-    body = text.slice(begin[0].length, end);
-  }
-  const b64 = body.replace(/\s+/g, '');
-  const bad = /[^A-Za-z0-9+/=]/.exec(b64);
-  if (bad) throw invalidCsr(`The CSR's base64 body contains the invalid character ${JSON.stringify(bad[0])}.`);
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 === 1) {
-    throw invalidCsr("The CSR's base64 body is damaged (misplaced padding or wrong length).");
-  }
-  const der = new Uint8Array(Buffer.from(b64, 'base64'));
-  if (der.length === 0) throw invalidCsr('The CSR is empty.');
-  return der;
+  const decoded = decodeCsrText(pem, MAX_CSR_CHARS);
+  if ('problem' in decoded) throw invalidCsr(decoded.problem);
+  return decoded.der;
 }
 
 function parseVerified(der: Uint8Array): CsrInfo {
@@ -291,17 +268,8 @@ function subjectFields(der: Uint8Array, name: Tlv): Record<SubjectField, string>
 
 /** SAN entries from the extensionRequest attribute ([0] IMPLICIT SET OF Attribute). */
 function subjectAltNames(der: Uint8Array, attributes: Tlv): { type: string; value: string }[] {
-  for (const attribute of children(der, attributes)) {
-    const [type, values] = children(der, expectTag(attribute, TAG.SEQUENCE));
-    if (type === undefined || oidText(der, type) !== EXTENSION_REQUEST_OID) continue;
-    const [extensions] = children(der, expectTag(values, TAG.SET));
-    for (const extension of children(der, expectTag(extensions, TAG.SEQUENCE))) {
-      const parts = children(der, expectTag(extension, TAG.SEQUENCE));
-      const octets = expectTag(parts[parts.length - 1], TAG.OCTET_STRING);
-      if (oidText(der, parts[0]!) === SAN_OID) return generalNames(der, octets);
-    }
-  }
-  return [];
+  const octets = requestedSanExtension(der, attributes);
+  return octets === undefined ? [] : generalNames(der, octets);
 }
 
 /** GeneralNames (RFC 5280 §4.2.1.6): rfc822Name [1], dNSName [2], iPAddress [7]; others skipped. */

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { systemClock, type Clock } from './core/index.js';
+import { DcvResolver } from './validation/index.js';
 import { BuiltinCa, SealedKeyStore, readOrCreateKeyFile, type BrandHierarchy } from './ca/index.js';
 import { Worker, type Handlers } from './jobs/index.js';
 import { Accounts } from './ra/accounts.js';
@@ -12,6 +13,7 @@ import { HashStore } from './ra/hash-store.js';
 import { Housekeeping } from './ra/housekeeping.js';
 import { CatalogService, loadCatalog } from './ra/catalog.js';
 import { OAuth } from './ra/oauth.js';
+import { OrderFlow } from './ra/order-flow.js';
 import { Orders } from './ra/orders.js';
 import { Pki } from './ra/pki.js';
 import { PrincipalCache } from './ra/principal-cache.js';
@@ -41,6 +43,7 @@ export interface Services {
   readonly ca: BuiltinCa;
   readonly pki: Pki;
   readonly orders: Orders;
+  readonly orderFlow: OrderFlow;
   close(): Promise<void>;
 }
 
@@ -107,9 +110,15 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
   await ca.load();
   const pki = new Pki({ ca, jobs, clock });
-  const orderRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d) });
+  const orderRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d), jobs: new JobsRepo(d) });
   const orders = new Orders({
-    ...orderRepos(db), catalog, dcvValues, clock, blockedNames: config.blockedNames,
+    ...orderRepos(db), catalog, dcvValues, clock, blockedNames: config.blockedNames, certificates: ca,
+    transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
+  });
+  const orderFlow = new OrderFlow({
+    ...orderRepos(db), catalog, clock, ca, jobs,
+    resolver: new DcvResolver(config.dnsServers === undefined ? {} : { servers: config.dnsServers }),
+    file: { httpPort: config.validationHttpPort, allowPrivate: config.validationAllowPrivate },
     transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
   });
 
@@ -117,7 +126,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     await ca.flush();
     await db.close();
   };
-  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, close };
+  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, close };
 }
 
 /** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */
@@ -176,6 +185,7 @@ export function createWorker(services: Services, logger: Logger): Worker {
   const handlers = {
     'housekeeping.purge': (payload, ctx) => housekeeping.purgeExpired(payload, ctx),
     'ca.refresh-crls': (payload, ctx) => services.pki.refreshCrls(payload, ctx),
+    'order.validate': (payload, ctx) => services.orderFlow.validate(payload, ctx),
   } satisfies Handlers;
   return new Worker({ repo: services.jobs, handlers, clock: services.clock, logger: logger.child({ component: 'worker' }) });
 }

@@ -62,6 +62,7 @@ describe('a worker killed in the middle of a job (SQLite file, two processes)', 
         effects.push(systemClock.nowSeconds());
       },
           'ca.refresh-crls': async () => undefined,
+      'order.validate': async () => undefined,
     } satisfies Handlers;
     const worker = new Worker({ repo, handlers, clock: systemClock, logger: quiet, leaseSeconds: 1, pollIntervalMs: 100 });
     cleanup.push(async () => void (await worker.stop(1000)));

@@ -13,13 +13,15 @@ export interface JobPayloads {
   'housekeeping.purge': Record<string, never>;
   /** Re-signs every CRL older than half its validity (CRLs must be renewed at least every 7 days). Recurring. */
   'ca.refresh-crls': Record<string, never>;
+  /** Checks the pending DCV of an order and, once every name is shown, issues. Re-queues itself until done or expired. */
+  'order.validate': { readonly orderId: number };
 }
 
 /** The name of a job: a closed union derived from `JobPayloads`. */
 export type JobName = keyof JobPayloads;
 
 // A Record over the union, so forgetting a name here is a compile error too.
-const NAMES: Record<JobName, true> = { 'housekeeping.purge': true, 'ca.refresh-crls': true };
+const NAMES: Record<JobName, true> = { 'housekeeping.purge': true, 'ca.refresh-crls': true, 'order.validate': true };
 
 /**
  * Whether a name read back from the database is one this build knows. A job written by a newer

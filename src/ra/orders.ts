@@ -4,7 +4,7 @@ import {
   type CaBrand, type Clock, type CustomerId, type FieldFault, type OrderDcvMethod, type Principal, type Product, type SignatureHashAlgorithm,
 } from '../core/index.js';
 import { checkCsr } from '../ca/index.js';
-import type { AuditRepo, DcvValuesRepo, NewOrderName, OrderFilter, OrderNameRow, OrderRow, OrdersRepo } from '../storage/index.js';
+import type { AuditRepo, DcvValuesRepo, JobsRepo, NewOrderName, OrderFilter, OrderNameRow, OrderRow, OrdersRepo } from '../storage/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { DEFAULT_BLOCKED_NAMES, baseDomain, checkDnsName, isBlockedName, parseCsr, type CsrInfo } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
@@ -48,9 +48,28 @@ export interface PlacedOrder {
 export interface OrderRepos {
   readonly orders: OrdersRepo;
   readonly audit: Pick<AuditRepo, 'append'>;
+  readonly jobs: Pick<JobsRepo, 'enqueueInTransaction'>;
+}
+
+/** What a reader sees of an issued certificate (Fulfillment, StartDate/EndDate). */
+export interface OrderCertificate {
+  readonly certificate: string;
+  readonly intermediate: string;
+  readonly pkcs7: string;
+  readonly notBefore: number;
+  readonly notAfter: number;
+}
+
+export interface OrderView {
+  readonly order: OrderRow;
+  readonly names: OrderNameRow[];
+  /** The current certificate of a completed order. */
+  readonly certificate?: OrderCertificate;
 }
 
 export interface OrdersDeps extends OrderRepos {
+  /** Rebuilds a stored certificate's chain and bundle (the CA's `fulfillment`). */
+  readonly certificates: { fulfillment(serial: string): Promise<OrderCertificate | undefined> };
   readonly catalog: CatalogService;
   readonly dcvValues: Pick<DcvValuesRepo, 'getOrCreate'>;
   readonly clock: Clock;
@@ -109,7 +128,7 @@ export class Orders {
       contacts_json: JSON.stringify({ AdminContact: input.AdminContact, TechContact: input.TechContact }),
       organization_json: input.OrganizationInfo === undefined ? null : JSON.stringify(input.OrganizationInfo),
       csr_pem: checked.csrPem, csr_sha256: checked.csr.hashSha256, price_minor: checked.priceMinor, currency: principal.account.currency,
-      billing_status: 'uncleared', order_date: now, update_date: now, issued_at: null, term_end: null, failure_reason: null,
+      billing_status: 'uncleared', order_date: now, update_date: now, issued_at: null, term_end: null, failure_reason: null, dcv_value: dcv.value,
     };
     const names: NewOrderName[] = checked.names.map((name) => ({ name, method, status: 'PENDING', approver_email: checked.approvers.get(name) ?? null }));
 
@@ -122,6 +141,8 @@ export class Orders {
         const orderId = await tx.orders.insertOrder(row);
         await tx.orders.insertNames(orderId, names);
         await tx.orders.insertLedger(customerId, orderId, 'charge', checked.priceMinor, now);
+        // The first DCV check is queued with the order: an accepted order always has its job.
+        await tx.jobs.enqueueInTransaction({ name: 'order.validate', payload: { orderId }, uniqueKey: `order:${orderId}`, runAt: now }, now);
         await tx.audit.append({
           at: now, customerId, actor: actorName(principal), clientAddress: actor.clientAddress, action: 'order.placed', subject: String(orderId),
           details: { product: checked.product.code, names: checked.names, method, priceMinor: checked.priceMinor, partnerOrderId },
@@ -337,25 +358,31 @@ export class Orders {
   // Reads ------------------------------------------------------------------------------------
 
   /** One order of the caller's account; another account's order is not found (404). */
-  async getOrder(principal: Principal, id: number): Promise<{ order: OrderRow; names: OrderNameRow[] }> {
+  async getOrder(principal: Principal, id: number): Promise<OrderView> {
     const order = await this.deps.orders.get(principal.customerId, id);
     if (order === undefined) throw new CertdeskError('orderNotFound', `Invalid order id ${id}: no such order.`, { field: 'ServiceOrderID' });
-    return { order, names: await this.deps.orders.names([id]) };
+    return (await this.views([order], true))[0]!;
   }
 
-  async listOrders(principal: Principal, filter: OrderFilter): Promise<{ orders: { order: OrderRow; names: OrderNameRow[] }[]; total: number }> {
+  async listOrders(principal: Principal, filter: OrderFilter, withCertificates = false): Promise<{ orders: OrderView[]; total: number }> {
     const { rows, total } = await this.deps.orders.list(principal.customerId, filter);
-    return { orders: await this.withNames(rows), total };
+    return { orders: await this.views(rows, withCertificates), total };
   }
 
-  async modifiedOrders(principal: Principal, from: number, to: number): Promise<{ order: OrderRow; names: OrderNameRow[] }[]> {
+  async modifiedOrders(principal: Principal, from: number, to: number, withCertificates = false): Promise<OrderView[]> {
     if (to < from) throw new CertdeskError('invalidInput', 'ToDate lies before FromDate.', { field: 'ToDate' });
-    return this.withNames(await this.deps.orders.modified(principal.customerId, from, to, 10_000));
+    return this.views(await this.deps.orders.modified(principal.customerId, from, to, 10_000), withCertificates);
   }
 
-  private async withNames(rows: OrderRow[]): Promise<{ order: OrderRow; names: OrderNameRow[] }[]> {
+  private async views(rows: OrderRow[], withCertificates: boolean): Promise<OrderView[]> {
     const names = await this.deps.orders.names(rows.map((r) => r.id));
-    return rows.map((order) => ({ order, names: names.filter((n) => n.order_id === order.id) }));
+    return Promise.all(rows.map(async (order) => {
+      const own = names.filter((n) => n.order_id === order.id);
+      if (!withCertificates || order.issued_at === null) return { order, names: own };
+      const latest = await this.deps.orders.latestCertificate(order.id);
+      const certificate = latest === undefined ? undefined : await this.deps.certificates.fulfillment(latest.serial);
+      return certificate === undefined ? { order, names: own } : { order, names: own, certificate };
+    }));
   }
 }
 

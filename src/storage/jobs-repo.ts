@@ -72,6 +72,18 @@ export class JobsRepo {
    * Adds a job. With `uniqueKey`, a queued or running job that holds the key is kept and its id
    * returned with `created: false` (INSERT … ON CONFLICT DO NOTHING on `unique_key`).
    */
+  /**
+   * Queues a job as part of the caller's transaction (one statement, no retry loop of its own):
+   * the job exists exactly when the transaction that needs it commits. A job already holding the
+   * unique key wins; nothing is inserted then.
+   */
+  async enqueueInTransaction<N extends JobName>(job: Omit<NewJob<N>, 'takeKeyFrom'>, now: number): Promise<void> {
+    await this.db.kysely.insertInto('jobs').values({
+      name: job.name, payload: JSON.stringify(job.payload), unique_key: job.uniqueKey ?? null, status: 'queued',
+      run_at: job.runAt, lease_owner: null, lease_expires_at: null, last_error: null, created_at: now, updated_at: now,
+    }).onConflict((oc) => oc.column('unique_key').doNothing()).execute();
+  }
+
   async enqueue<N extends JobName>(job: NewJob<N>, now: number): Promise<EnqueueResult> {
     const values = {
       name: job.name, payload: JSON.stringify(job.payload), unique_key: job.uniqueKey ?? null, status: 'queued',

@@ -3,6 +3,7 @@ import type { Db } from './database.js';
 import { initial } from './migrations/0001-initial.js';
 import { hashStore } from './migrations/0002-hash-store.js';
 import { ca } from './migrations/0003-ca.js';
+import { orderDcv } from './migrations/0004-order-dcv.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -10,6 +11,7 @@ function migrations(db: Db): Record<string, Migration> {
     '0001-initial': initial(db.dialect),
     '0002-hash-store': hashStore(db.dialect),
     '0003-ca': ca(db.dialect),
+    '0004-order-dcv': orderDcv(db.dialect),
   };
 }
 

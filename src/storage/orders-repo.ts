@@ -115,6 +115,32 @@ export class OrdersRepo {
       .execute();
   }
 
+  /** An order by id alone: for the worker, never for a request (requests use `get`). */
+  async byId(id: number): Promise<OrderRow | undefined> {
+    return this.db.kysely.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Records the outcome of one DCV check of one name. */
+  async recordCheck(nameId: number, result: { validated: boolean; at: number; problem: string | null }): Promise<void> {
+    await this.db.kysely
+      .updateTable('order_names')
+      .set(result.validated ? { status: 'VALIDATED', validated_at: result.at, last_checked_at: result.at, last_problem: null } : { last_checked_at: result.at, last_problem: result.problem })
+      .where('id', '=', nameId)
+      .where('status', '=', 'PENDING')
+      .execute();
+  }
+
+  /** Gives back reserved credit (a refund); never below zero (a CHECK constraint guards it too). */
+  async releaseCredit(customerId: CustomerId, amount: number): Promise<void> {
+    await this.db.kysely.updateTable('customers').set({ used_minor: sql`used_minor - ${amount}` }).where('id', '=', customerId).execute();
+  }
+
+  /** The newest certificate issued for an order, if any (a restart after signing reuses it). */
+  async latestCertificate(orderId: number): Promise<{ serial: string; notBefore: number; notAfter: number } | undefined> {
+    const r = await this.db.kysely.selectFrom('certificates').select(['serial', 'not_before', 'not_after']).where('order_id', '=', orderId).orderBy('id', 'desc').executeTakeFirst();
+    return r === undefined ? undefined : { serial: r.serial, notBefore: r.not_before, notAfter: r.not_after };
+  }
+
   /** Moves an order from one state to another if it is still in `from`; false when it was not. */
   async transition(id: number, from: { major: MajorStatus; minor?: MinorStatus }, to: { major: MajorStatus; minor: MinorStatus }, at: number, extra: Partial<Pick<OrderRow, 'issued_at' | 'failure_reason' | 'billing_status'>> = {}): Promise<boolean> {
     let q = this.db.kysely.updateTable('orders').set({ major_status: to.major, minor_status: to.minor, update_date: at, ...extra }).where('id', '=', id).where('major_status', '=', from.major);

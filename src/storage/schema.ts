@@ -100,6 +100,8 @@ export interface OrdersTable {
   issued_at: number | null;
   term_end: number | null;
   failure_reason: string | null;
+  /** The DCV value the order was placed with (0004). */
+  dcv_value: string | null;
 }
 
 export interface OrderNamesTable {

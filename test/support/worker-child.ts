@@ -19,6 +19,7 @@ const handlers = {
     await new Promise<never>(() => undefined);
   },
   'ca.refresh-crls': async () => undefined,
+  'order.validate': async () => undefined,
 } satisfies Handlers;
 
 new Worker({ repo: new JobsRepo(db), handlers, clock: systemClock, logger, leaseSeconds: 1, pollIntervalMs: 50, concurrency: 1 }).start();

@@ -1,8 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { CertdeskError, formatTimestamp, parseStatusFilter, parseTimestamp, progressOf, type MajorStatus, type MinorStatus } from '../../core/index.js';
-import { DEFAULT_ITEMS_PER_PAGE, MAX_ITEMS_PER_PAGE, type OrderInput, type Orders } from '../../ra/orders.js';
-import type { OrderNameRow, OrderRow } from '../../storage/index.js';
+import { DEFAULT_ITEMS_PER_PAGE, MAX_ITEMS_PER_PAGE, type OrderInput, type OrderView, type Orders } from '../../ra/orders.js';
 import { parseBoolish } from '../compat.js';
 import { failure, toCertdeskError } from '../envelope.js';
 import type { App } from '../types.js';
@@ -92,8 +91,8 @@ export function registerOrders(app: App, deps: { orders: Orders }): void {
     async (request) => {
       const id = Number(request.params.ServiceOrderID);
       if (!Number.isSafeInteger(id) || id < 1 || id > 2_147_483_647) throw new CertdeskError('orderNotFound', undefined, { field: 'ServiceOrderID' });
-      const { order, names } = await deps.orders.getOrder(principalOf(request), id);
-      return { success: true as const, OrderInfo: orderInfo(order, names, includes(request.query)) };
+      const view = await deps.orders.getOrder(principalOf(request), id);
+      return { success: true as const, OrderInfo: orderInfo(view, includes(request.query)) };
     },
   );
 
@@ -128,13 +127,13 @@ export function registerOrders(app: App, deps: { orders: Orders }): void {
       const orderDir = (q.OrderDir ?? 'DESC').toUpperCase() as 'ASC' | 'DESC';
       const commonName = q.CommonName === undefined || q.CommonName === '' ? undefined : q.CommonName.toLowerCase().replace(/[\\_]/g, (c) => `\\${c}`);
       const scheduled = parseBoolish(q.filterScheduledToReplace) === true;
+      const inc = includes(q);
       const { orders, total } = scheduled
         ? { orders: [], total: 0 } // Distrust marking arrives with the lifecycle issue: no order is scheduled yet.
-        : await deps.orders.listOrders(principalOf(request), { statuses, productTypes, ...(commonName === undefined ? {} : { commonName }), orderBy, orderDir, offset: (page - 1) * perPage, limit: perPage });
-      const inc = includes(q);
+        : await deps.orders.listOrders(principalOf(request), { statuses, productTypes, ...(commonName === undefined ? {} : { commonName }), orderBy, orderDir, offset: (page - 1) * perPage, limit: perPage }, inc.fulfillment);
       return {
         success: true as const,
-        OrderInfos: orders.map((o) => orderInfo(o.order, o.names, inc)),
+        OrderInfos: orders.map((o) => orderInfo(o, inc)),
         _meta: { CommonName: q.CommonName ?? '', ItemsAvailable: total, ItemsPerPage: perPage, Page: page, OrderBy: orderBy, OrderDir: orderDir, ProductType: productTypes, Status: statuses },
       };
     },
@@ -155,9 +154,9 @@ export function registerOrders(app: App, deps: { orders: Orders }): void {
       const to = parseTimestamp(request.query.ToDate);
       if (from === undefined) throw new CertdeskError('invalidInput', 'FromDate is not a timestamp (YYYY-MM-DDThh:mm:ssZ).', { field: 'FromDate' });
       if (to === undefined) throw new CertdeskError('invalidInput', 'ToDate is not a timestamp (YYYY-MM-DDThh:mm:ssZ).', { field: 'ToDate' });
-      const rows = await deps.orders.modifiedOrders(principalOf(request), from, to);
       const inc = includes(request.query);
-      return { success: true as const, OrderInfos: rows.map((o) => orderInfo(o.order, o.names, inc)) };
+      const rows = await deps.orders.modifiedOrders(principalOf(request), from, to, inc.fulfillment);
+      return { success: true as const, OrderInfos: rows.map((o) => orderInfo(o, inc)) };
     },
   );
 }
@@ -175,7 +174,8 @@ function includes(q: IncludeQuery): Includes {
 }
 
 /** OrderInfo (spec 2.11): status always, the other blocks by the include* flags; no Fulfillment while pending. */
-export function orderInfo(order: OrderRow, names: OrderNameRow[], inc: Includes): Record<string, unknown> {
+export function orderInfo(view: OrderView, inc: Includes): Record<string, unknown> {
+  const { order, names, certificate } = view;
   const major = order.major_status as MajorStatus;
   const minor = order.minor_status as MinorStatus;
   const info: Record<string, unknown> = {
@@ -184,8 +184,13 @@ export function orderInfo(order: OrderRow, names: OrderNameRow[], inc: Includes)
     OrderStatus: {
       OrderDate: formatTimestamp(order.order_date), UpdateDate: formatTimestamp(order.update_date),
       MajorStatus: major, MinorStatus: minor, Progress: progressOf(major, minor),
+      ...(certificate === undefined ? {} : { StartDate: formatTimestamp(certificate.notBefore), EndDate: formatTimestamp(certificate.notAfter) }),
     },
   };
+  // Only an order with a certificate has the key at all (DESIGN §5.4).
+  if (inc.fulfillment && certificate !== undefined) {
+    info.Fulfillment = { Certificate: certificate.certificate, Intermediate: certificate.intermediate, Certificate_PKCS7: certificate.pkcs7 };
+  }
   if (inc.billing) info.BillingInfo = { Currency: order.currency, Price: order.price_minor / 100, Status: order.billing_status };
   if (inc.contacts) info.ContactInfo = JSON.parse(order.contacts_json) as unknown;
   if (inc.organization && order.organization_json !== null) info.OrganizationInfo = JSON.parse(order.organization_json) as unknown;

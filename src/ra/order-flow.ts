@@ -1,0 +1,152 @@
+import { createHash } from 'node:crypto';
+import type { Clock, CustomerId, JobId, MinorStatus, SignatureHashAlgorithm } from '../core/index.js';
+import { customerId as toCustomerId } from '../core/index.js';
+import { checkCsr, type IssuedCertificate, type Issuer } from '../ca/index.js';
+import type { AuditRepo, JobsRepo, OrderNameRow, OrderRow, OrdersRepo } from '../storage/index.js';
+import { checkCaa, checkDnsCname, checkDnsTxt, checkFile, type DcvResolver, type FileCheckOptions } from '../validation/index.js';
+import type { CatalogService } from './catalog.js';
+import { dnsRecordName } from './dcv-details.js';
+
+const DAY = 86_400;
+/** DESIGN §5.4: an order whose names are not validated within 30 days FAILs with DCV_EXPIRED. */
+export const DCV_DEADLINE = 30 * DAY;
+
+export interface FlowRepos {
+  readonly orders: OrdersRepo;
+  readonly audit: Pick<AuditRepo, 'append'>;
+}
+
+export interface OrderFlowDeps extends FlowRepos {
+  readonly catalog: CatalogService;
+  readonly clock: Clock;
+  readonly ca: Pick<Issuer, 'issue'>;
+  readonly resolver: DcvResolver;
+  readonly file: Omit<FileCheckOptions, 'resolve'>;
+  readonly jobs: Pick<JobsRepo, 'enqueue'>;
+  readonly transact: <T>(fn: (repos: FlowRepos) => Promise<T>) => Promise<T>;
+}
+
+/** When to look again: soon after the order, then less and less often (the proof may take a while to appear). */
+export function nextCheckDelay(ageSeconds: number): number {
+  if (ageSeconds < 600) return 60;
+  if (ageSeconds < 3600) return 300;
+  if (ageSeconds < DAY) return 1800;
+  return 6 * 3600;
+}
+
+/**
+ * What happens to an order after it is placed (DESIGN §2 flow): the worker's `order.validate`
+ * checks each pending name (DNS or FILE; EMAIL waits for the approver), records the results,
+ * and when every name is shown moves the order on: OV/EV to the operator's vetting, DV to
+ * issuance, which re-checks CAA, signs through the Issuer and completes the order. Every step is
+ * a guarded transition, so a job run twice (a crash, a lost lease) changes nothing twice.
+ */
+export class OrderFlow {
+  constructor(private readonly deps: OrderFlowDeps) {}
+
+  /** Job `order.validate`. */
+  async validate(payload: { readonly orderId: number }, ctx: { readonly id: JobId }): Promise<void> {
+    const order = await this.deps.orders.byId(payload.orderId);
+    if (order === undefined || order.major_status !== 'PENDING') return;
+    const now = this.deps.clock.nowSeconds();
+    const minor = order.minor_status as MinorStatus;
+    if (minor === 'WF_DNS_AUTH' || minor === 'WF_FILE_AUTH' || minor === 'WF_EMAIL_AUTH') {
+      const names = await this.deps.orders.names([order.id]);
+      for (const n of names) {
+        if (n.status !== 'PENDING' || n.method === 'EMAIL') continue;
+        const result = await this.checkName(order, n);
+        await this.deps.orders.recordCheck(n.id, { validated: result.ok, at: now, problem: result.ok ? null : result.problem });
+        await this.deps.audit.append({
+          at: now, customerId: toCustomerId(order.customer_id), actor: 'system', clientAddress: null, action: result.ok ? 'dcv.validated' : 'dcv.checked',
+          subject: String(order.id), details: { name: n.name, method: n.method, ...(result.ok ? {} : { problem: result.problem }) },
+        });
+      }
+      const pending = (await this.deps.orders.names([order.id])).filter((n) => n.status !== 'VALIDATED');
+      if (pending.length > 0) {
+        if (now - order.order_date >= DCV_DEADLINE) return this.fail(order, minor, 'DCV_EXPIRED', `not validated within 30 days: ${pending.map((n) => n.name).join(', ')}`);
+        await this.deps.jobs.enqueue({ name: 'order.validate', payload, uniqueKey: `order:${order.id}`, runAt: now + nextCheckDelay(now - order.order_date), takeKeyFrom: ctx.id }, now);
+        return;
+      }
+      const next: MinorStatus = order.validation_level === 'OV' || order.validation_level === 'EV' ? 'WF_ORG_VALIDATION' : 'WF_ISSUANCE';
+      if (!(await this.deps.orders.transition(order.id, { major: 'PENDING', minor }, { major: 'PENDING', minor: next }, now))) return;
+      if (next === 'WF_ORG_VALIDATION') return;
+      return this.issue({ ...order, minor_status: next });
+    }
+    if (minor === 'WF_ISSUANCE') return this.issue(order);
+  }
+
+  private async checkName(order: OrderRow, n: OrderNameRow): Promise<{ ok: true } | { ok: false; problem: string; transient?: boolean }> {
+    const brand = this.deps.catalog.brand(order.ca_brand);
+    const value = order.dcv_value ?? '';
+    const csrHashes = this.csrHashes(order);
+    if (n.method === 'DNS') {
+      if (brand.dcvConvention === 'token') return checkDnsTxt(this.deps.resolver, dnsRecordName(n.name), value);
+      const sha = csrHashes.sha256.toLowerCase();
+      return checkDnsCname(this.deps.resolver, n.name.replace(/^\*\./, ''), csrHashes.md5.toLowerCase(), `${sha.slice(0, 32)}.${sha.slice(32)}.${brand.caDomain}`);
+    }
+    const file = brand.dcvConvention === 'token'
+      ? { name: 'fileauth.txt', contents: value }
+      : { name: `${csrHashes.md5.toUpperCase()}.txt`, contents: `${csrHashes.sha256.toUpperCase()}\n${brand.caDomain}\n${value}` };
+    return checkFile(n.name, file.name, file.contents, { ...this.deps.file, resolve: (host) => this.deps.resolver.addresses(host) });
+  }
+
+  /** HashMD5 and HashSHA256 of the order's CSR (DER), upper-case hex as /ValidateCSR shows them. */
+  private csrHashes(order: OrderRow): { md5: string; sha256: string } {
+    const der = checkCsr(order.csr_pem ?? '').der;
+    const hash = (alg: string) => createHash(alg).update(der).digest('hex').toUpperCase();
+    return { md5: hash('md5'), sha256: hash('sha256') };
+  }
+
+  /**
+   * Re-checks CAA for every name, signs (or, after a crash between signing and completing, finds
+   * the certificate already signed for the order), and completes the order with its charge cleared.
+   */
+  async issue(order: OrderRow): Promise<void> {
+    const now = this.deps.clock.nowSeconds();
+    const names = (await this.deps.orders.names([order.id])).map((n) => n.name);
+    const brand = this.deps.catalog.brand(order.ca_brand);
+    let cert: { serial: string; notBefore: number; notAfter: number } | undefined = await this.deps.orders.latestCertificate(order.id);
+    if (cert === undefined) {
+      for (const name of names) {
+        const caa = await checkCaa(this.deps.resolver, name, [brand.caDomain]);
+        if (caa.permitted) continue;
+        // A lookup that could not be answered is retried by the worker; a record that forbids fails the order.
+        if ('transient' in caa) throw new Error(`CAA lookup for ${name} failed: ${caa.problem}`);
+        return this.fail(order, 'WF_ISSUANCE', 'CAA_FORBIDDEN', `CAA at ${caa.relevant} forbids ${brand.name} to issue for ${name}: ${caa.problem}`);
+      }
+      const product = this.deps.catalog.product(order.product_code);
+      let issued: IssuedCertificate;
+      try {
+        issued = await this.deps.ca.issue({
+          csr: checkCsr(order.csr_pem ?? ''), product: { code: product.code, brand: product.brand, type: product.type, validationLevel: product.validationLevel },
+          signatureHashAlgorithm: order.signature_hash_algorithm as SignatureHashAlgorithm, dnsNames: names, commonName: order.common_name,
+          orderId: order.id, customerId: toCustomerId(order.customer_id), actor: 'system',
+        });
+      } catch (e) {
+        const message = (e as Error).message;
+        if ((e as { kind?: string }).kind !== undefined && (e as { kind?: string }).kind !== 'internal' && (e as { kind?: string }).kind !== 'notReady') {
+          return this.fail(order, 'WF_ISSUANCE', 'ISSUANCE_ERROR', message);
+        }
+        throw e;
+      }
+      cert = { serial: issued.serial, notBefore: issued.notBefore, notAfter: issued.notAfter };
+    }
+    const serial = cert.serial;
+    await this.deps.transact(async (tx) => {
+      if (!(await tx.orders.transition(order.id, { major: 'PENDING', minor: 'WF_ISSUANCE' }, { major: 'COMPLETE', minor: 'COMPLETED' }, now, { issued_at: now, billing_status: 'cleared' }))) return;
+      await tx.audit.append({ at: now, customerId: toCustomerId(order.customer_id), actor: 'system', clientAddress: null, action: 'order.issued', subject: String(order.id), details: { serial } });
+    });
+  }
+
+  /** FAILED with a reason; the charge is refunded (the order never delivered). */
+  private async fail(order: OrderRow, from: MinorStatus, minor: MinorStatus, reason: string): Promise<void> {
+    const now = this.deps.clock.nowSeconds();
+    const customer: CustomerId = toCustomerId(order.customer_id);
+    await this.deps.transact(async (tx) => {
+      if (!(await tx.orders.transition(order.id, { major: 'PENDING', minor: from }, { major: 'FAILED', minor }, now, { failure_reason: reason, billing_status: 'refunded' }))) return;
+      await tx.orders.insertLedger(customer, order.id, 'refund', order.price_minor, now);
+      await tx.orders.releaseCredit(customer, order.price_minor);
+      await tx.audit.append({ at: now, customerId: customer, actor: 'system', clientAddress: null, action: 'order.failed', subject: String(order.id), details: { minor, reason } });
+    });
+  }
+}

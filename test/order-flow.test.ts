@@ -1,0 +1,169 @@
+import { spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorker } from '../src/main.js';
+import type { Worker } from '../src/jobs/index.js';
+import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
+import { testDialects } from './support/databases.js';
+import { testCsr } from './support/csr.js';
+import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
+
+const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
+const orgContact = { ...contact, OrganizationName: 'Certdesk Test GmbH', OrganizationAddress: { AddressLine1: 'Hauptstr. 1', PostalCode: '10115', City: 'Berlin', Region: 'Berlin', Country: 'DE' } };
+const dir = mkdtempSync(join(tmpdir(), 'order-flow-'));
+
+/** openssl verify of a delivered certificate against the chain's root. */
+function verify(certificate: string, intermediate: string, root: string): string {
+  writeFileSync(join(dir, 'leaf.pem'), certificate);
+  writeFileSync(join(dir, 'int.pem'), intermediate);
+  writeFileSync(join(dir, 'root.pem'), root);
+  const r = spawnSync('openssl', ['verify', '-CAfile', join(dir, 'root.pem'), '-untrusted', join(dir, 'int.pem'), join(dir, 'leaf.pem')], { encoding: 'utf8' });
+  return `${r.stdout}${r.stderr}`;
+}
+
+describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on loopback)', (dialect) => {
+  let t: TestContext;
+  let c: TestCustomer;
+  let dns: TestDnsServer;
+  let web: Server;
+  const files = new Map<string, string>();
+  let worker: Worker;
+
+  beforeAll(async () => {
+    dns = await startDnsServer();
+    web = createServer((req, res) => {
+      const body = files.get(`${String(req.headers.host).split(':')[0]}${req.url ?? ''}`);
+      res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'text/plain' }).end(body ?? 'not found');
+    });
+    await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
+    t = await createTestContext(dialect, {
+      CERTDESK_DNS_SERVERS: dns.address, CERTDESK_VALIDATION_ALLOW_PRIVATE: 'true',
+      CERTDESK_VALIDATION_HTTP_PORT: String((web.address() as AddressInfo).port), CERTDESK_RATE_LIMIT: '1000000',
+    });
+    await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
+    c = await t.customer({ name: 'Flow', creditLimit: 100000 });
+    worker = createWorker(t.services, pino({ level: 'silent' }));
+    for (const name of ['certdesk-test.com', 'www.certdesk-test.com']) dns.set(name, [{ type: 'A', address: '127.0.0.1' }]);
+  }, 120_000);
+  afterAll(async () => {
+    await t.close();
+    await dns.close();
+    web.close();
+  });
+
+  const order = async (params: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
+    const res = await t.call(c.token, {
+      method: 'POST', url: '/rest/v1/Order',
+      payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, ...params }, AdminContact: contact, TechContact: contact, ...extra },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as { ServiceOrderID: number; OrderParameters: Record<string, { DNSValue?: string; FileContents?: string; FileName?: string; DNSEntry?: string }> };
+  };
+  const info = async (id: number) => (await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${id}?includeFulfillment=true&includeDCVStatus=true&includeBillingDetails=true` })).json().OrderInfo;
+  const used = async () => (await t.call(c.token, { method: 'GET', url: '/rest/v1/Limit' })).json().LimitInfo.Used as number;
+  /** Runs every due job (the worker's own poll, once). */
+  const work = async () => {
+    for (let i = 0; i < 5 && (await worker.runOnce()) > 0; i++);
+  };
+
+  it('ok/DV by DNS (TXT, token style): pending until the record exists, then issued; openssl verifies the Fulfillment', async () => {
+    const placed = await order({ DVAuthMethod: 'DNS' });
+    await work();
+    let o = await info(placed.ServiceOrderID);
+    expect(o.OrderStatus).toMatchObject({ MajorStatus: 'PENDING', MinorStatus: 'WF_DNS_AUTH', Progress: 25 });
+    expect(o).not.toHaveProperty('Fulfillment');
+    expect(o.DCVStatus[0]).toMatchObject({ Status: 'PENDING', Problem: expect.stringMatching(/TXT|no record|not found/i) });
+
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+    t.clock.set(t.clock.nowSeconds() + 60);
+    await work();
+    o = await info(placed.ServiceOrderID);
+    expect(o.OrderStatus).toMatchObject({ MajorStatus: 'COMPLETE', MinorStatus: 'COMPLETED', Progress: 100, StartDate: expect.any(String), EndDate: expect.any(String) });
+    expect(o.BillingInfo.Status).toBe('cleared');
+    const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');
+    expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, chain.root)).toContain(': OK');
+    expect(o.Fulfillment.Certificate_PKCS7).toMatch(/^-----BEGIN PKCS7-----/);
+    const certs = await t.db.kysely.selectFrom('certificates').select('serial').where('order_id', '=', placed.ServiceOrderID).execute();
+    expect(certs).toHaveLength(1);
+    // Running the job again changes nothing: still one certificate.
+    await t.services.orderFlow.validate({ orderId: placed.ServiceOrderID }, { id: 0 as never });
+    expect(await t.db.kysely.selectFrom('certificates').select('serial').where('order_id', '=', placed.ServiceOrderID).execute()).toHaveLength(1);
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
+  });
+
+  it('ok/DV by FILE (token style) over HTTP on the validation port', async () => {
+    const placed = await order({ DVAuthMethod: 'FILE' });
+    const f = placed.OrderParameters.FileAuthDetails!;
+    for (const host of ['www.certdesk-test.com', 'certdesk-test.com']) files.set(`${host}/.well-known/pki-validation/${f.FileName!}`, `${f.FileContents!}\r\n`);
+    await work();
+    const o = await info(placed.ServiceOrderID);
+    expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
+    expect(o.DCVStatus.every((d: { Status: string }) => d.Status === 'VALIDATED')).toBe(true);
+    files.clear();
+  });
+
+  it('ok/DV by DNS at the hash-style brand: CNAME _<md5>.<name> → <sha256 split>.<caDomain>, ECC-FULL chain', async () => {
+    const placed = await order({ ProductCode: 'Sectra.DV', DVAuthMethod: 'DNS', ServerCount: 1 }, { AdminContact: orgContact, TechContact: orgContact });
+    const d = placed.OrderParameters.DNSAuthDetails!;
+    for (const host of ['www.certdesk-test.com', 'certdesk-test.com']) dns.set(`${d.DNSEntry!}.${host}`, [{ type: 'CNAME', target: d.DNSValue! }]);
+    await work();
+    const o = await info(placed.ServiceOrderID);
+    expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
+    const chain = t.services.ca.chain('Sectra', 'SHA256-FULL-CHAIN');
+    expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, chain.root)).toContain(': OK');
+  });
+
+  it('fail/CAA that names another CA: FAILED CAA_FORBIDDEN, refunded, no certificate; CAA naming us permits', async () => {
+    const before = await used();
+    const placed = await order({ DVAuthMethod: 'DNS' });
+    expect(await used()).toBeCloseTo(before + 49, 2);
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! }, { type: 'CAA', flags: 0, tag: 'issue', value: 'other-ca.example' }]);
+    await work();
+    const o = await info(placed.ServiceOrderID);
+    expect(o.OrderStatus).toMatchObject({ MajorStatus: 'FAILED', MinorStatus: 'CAA_FORBIDDEN' });
+    expect(o.BillingInfo.Status).toBe('refunded');
+    expect(await used()).toBeCloseTo(before, 2);
+    expect(await t.db.kysely.selectFrom('certificates').select('id').where('order_id', '=', placed.ServiceOrderID).execute()).toEqual([]);
+
+    const allowed = await order({ DVAuthMethod: 'DNS' });
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: allowed.OrderParameters.DNSAuthDetails!.DNSValue! }, { type: 'CAA', flags: 0, tag: 'issue', value: 'trustpoint-ca.example' }]);
+    await work();
+    expect((await info(allowed.ServiceOrderID)).OrderStatus.MajorStatus).toBe('COMPLETE');
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
+  });
+
+  it('fail/no proof within 30 days: FAILED DCV_EXPIRED and refunded', async () => {
+    const before = await used();
+    const placed = await order({ DVAuthMethod: 'DNS' });
+    await work();
+    const saved = t.clock.nowSeconds();
+    t.clock.set(saved + 31 * 86400);
+    try {
+      await work();
+      // The access token of a month ago has expired: a fresh one.
+      const token = await t.token(c);
+      const o = (await t.call(token, { method: 'GET', url: `/rest/v1/Order/${placed.ServiceOrderID}?includeBillingDetails=true` })).json().OrderInfo;
+      expect(o.OrderStatus).toMatchObject({ MajorStatus: 'FAILED', MinorStatus: 'DCV_EXPIRED' });
+      expect(o.BillingInfo.Status).toBe('refunded');
+      expect((await t.call(token, { method: 'GET', url: '/rest/v1/Limit' })).json().LimitInfo.Used).toBeCloseTo(before, 2);
+    } finally {
+      t.clock.set(saved);
+    }
+  });
+
+  it('ok/the audit log records placing, each check and the issuance with actor and client address', async () => {
+    const placed = await order({ DVAuthMethod: 'DNS' });
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+    await work();
+    const events = await t.db.kysely.selectFrom('audit_events').select(['action', 'actor', 'client_address']).where('subject', '=', String(placed.ServiceOrderID)).orderBy('id').execute();
+    expect(events.map((e) => e.action)).toEqual(['order.placed', 'dcv.validated', 'dcv.validated', 'order.issued']);
+    expect(events[0]).toMatchObject({ client_address: '127.0.0.1' });
+    expect(events[3]).toMatchObject({ actor: 'system' });
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
+  });
+});

@@ -152,10 +152,10 @@ function brandHierarchies(catalog: CatalogService): BrandHierarchy[] {
 }
 
 /** `ca init`, tolerant of another process doing the same at the same moment. */
-export async function initCa(ca: BuiltinCa, logger: Pick<Logger, 'info' | 'warn'>): Promise<void> {
+export async function initCa(ca: BuiltinCa, logger: Pick<Logger, 'info' | 'warn'>, config: Pick<Config, 'caRsaRootBits' | 'caRsaIntermediateBits'>): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const created = await ca.init({ log: (line) => logger.info(line) });
+      const created = await ca.init({ log: (line) => logger.info(line), rsaRootBits: config.caRsaRootBits, rsaIntermediateBits: config.caRsaIntermediateBits });
       if (created.length > 0) logger.info({ created }, 'CA hierarchy created');
       return;
     } catch (err) {
@@ -260,7 +260,7 @@ export async function run(config: Config, roles: Roles): Promise<{ app?: App; st
 
   try {
     // First start: the CA hierarchy of every brand (several processes starting at once: one creates, the others wait for it).
-    if ((roles.api || roles.worker) && !services.ca.isInitialized()) await initCa(services.ca, logger);
+    if ((roles.api || roles.worker) && !services.ca.isInitialized()) await initCa(services.ca, logger, config);
     if (roles.api) {
       app = await createWebApp(services, logger);
       await app.listen({ host: config.host, port: config.port });

@@ -12,7 +12,8 @@ const BIN = new URL('../bin/certdesk', import.meta.url).pathname;
 /** The binary as an operator runs it, with a clean environment apart from what the test sets. */
 function env(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CERTDESK_')));
-  return { ...clean, CERTDESK_DATA_DIR: dataDir, ...extra };
+  // Small CA keys: `serve` makes the CA hierarchy on its first start, and RSA-4096 roots take seconds each.
+  return { ...clean, CERTDESK_DATA_DIR: dataDir, CERTDESK_CA_RSA_ROOT_BITS: '2048', ...extra };
 }
 
 describe('certdesk CLI', () => {

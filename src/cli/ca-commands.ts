@@ -6,7 +6,7 @@ import { CertdeskError, SIGNATURE_HASH_ALGORITHMS, type SignatureHashAlgorithm }
 import { checkCsr, REVOCATION_REASONS, type BuiltinCa } from '../ca/index.js';
 import type { CatalogService } from '../ra/catalog.js';
 
-export type OpenCa = () => Promise<{ ca: BuiltinCa; catalog: CatalogService; close(): Promise<void> }>;
+export type OpenCa = () => Promise<{ ca: BuiltinCa; catalog: CatalogService; keyBits: { rsaRootBits: number; rsaIntermediateBits: number }; close(): Promise<void> }>;
 
 const iso = (s: number) => new Date(s * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
@@ -23,7 +23,7 @@ function parseDate(text: string, what: string): number {
  */
 export function addCaCommands(program: Command, open: OpenCa): void {
   const ca = program.command('ca').description('the built-in certificate authority');
-  const withCa = async <T>(fn: (c: { ca: BuiltinCa; catalog: CatalogService }) => Promise<T>): Promise<T> => {
+  const withCa = async <T>(fn: (c: { ca: BuiltinCa; catalog: CatalogService; keyBits: { rsaRootBits: number; rsaIntermediateBits: number } }) => Promise<T>): Promise<T> => {
     const opened = await open();
     try {
       return await fn(opened);
@@ -36,7 +36,7 @@ export function addCaCommands(program: Command, open: OpenCa): void {
     .description('create every missing CA key and certificate of each brand (also done on first start)')
     .option('--json', 'print one JSON object')
     .action(async (o: { json?: boolean }) => {
-      const created = await withCa(({ ca: c }) => c.init({ log: (line) => process.stderr.write(`${line}\n`) }));
+      const created = await withCa(({ ca: c, keyBits }) => c.init({ ...keyBits, log: (line) => process.stderr.write(`${line}\n`) }));
       print(o.json === true, { Created: created }, created.length === 0 ? 'the CA hierarchy is complete: nothing to create' : `created: ${created.join(', ')}`);
     });
 

@@ -127,8 +127,9 @@ export function buildCli(): Command {
     return { hashStore: services.hashStore, close: () => services.close() };
   });
   addCaCommands(program, async () => {
-    const services = await createServices(loadConfig());
-    return { ca: services.ca, catalog: services.catalog, close: () => services.close() };
+    const config = loadConfig();
+    const services = await createServices(config);
+    return { ca: services.ca, catalog: services.catalog, keyBits: { rsaRootBits: config.caRsaRootBits, rsaIntermediateBits: config.caRsaIntermediateBits }, close: () => services.close() };
   });
   return program;
 }

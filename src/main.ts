@@ -13,6 +13,7 @@ import { HashStore } from './ra/hash-store.js';
 import { Housekeeping } from './ra/housekeeping.js';
 import { CatalogService, loadCatalog } from './ra/catalog.js';
 import { OAuth } from './ra/oauth.js';
+import { DcvData } from './ra/dcv-data.js';
 import { OrderFlow } from './ra/order-flow.js';
 import { Orders } from './ra/orders.js';
 import { Pki } from './ra/pki.js';
@@ -44,6 +45,7 @@ export interface Services {
   readonly pki: Pki;
   readonly orders: Orders;
   readonly orderFlow: OrderFlow;
+  readonly dcvData: DcvData;
   close(): Promise<void>;
 }
 
@@ -115,9 +117,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ...orderRepos(db), catalog, dcvValues, clock, blockedNames: config.blockedNames, certificates: ca,
     transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
   });
+  const resolver = new DcvResolver(config.dnsServers === undefined ? {} : { servers: config.dnsServers });
+  const dcvData = new DcvData({ catalog, dcvValues, clock, resolver });
   const orderFlow = new OrderFlow({
-    ...orderRepos(db), catalog, clock, ca, jobs,
-    resolver: new DcvResolver(config.dnsServers === undefined ? {} : { servers: config.dnsServers }),
+    ...orderRepos(db), catalog, clock, ca, jobs, resolver,
     file: { httpPort: config.validationHttpPort, allowPrivate: config.validationAllowPrivate },
     transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
   });
@@ -126,7 +129,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     await ca.flush();
     await db.close();
   };
-  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, close };
+  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, dcvData, close };
 }
 
 /** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */
@@ -211,6 +214,7 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       ready: () => pingDatabase(services.db),
       pki: services.pki,
       orders: services.orders,
+      dcvData: services.dcvData,
     },
   );
 }

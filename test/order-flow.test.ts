@@ -166,4 +166,42 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     expect(events[3]).toMatchObject({ actor: 'system' });
     dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
   });
+
+  describe('DCV data before ordering', () => {
+    const dnsData = (token: string, payload: Record<string, unknown>) => t.call(token, { method: 'POST', url: '/rest/v1/DNSData', payload });
+
+    it('ok/POST /DNSData and /FileData give the values a later order uses; another customer gets its own', async () => {
+      const dnsRes = await dnsData(c.token, { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' });
+      expect(dnsRes.statusCode).toBe(200);
+      const d = dnsRes.json().DNSAuthDetails;
+      expect(d).toMatchObject({ PointerType: 'TXT', FQDNs: ['certdesk-test.com'], Example: expect.stringContaining(d.DNSValue) });
+      const f = (await t.call(c.token, { method: 'POST', url: '/rest/v1/FileData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().FileAuthDetails;
+      expect(f).toMatchObject({ FileName: 'fileauth.txt', FilePath: '/.well-known/pki-validation/', FileContents: d.DNSValue, FQDNs: ['www.certdesk-test.com', 'certdesk-test.com'] });
+      const placed = await order({ DVAuthMethod: 'DNS' });
+      expect(placed.OrderParameters.DNSAuthDetails!.DNSValue).toBe(d.DNSValue);
+      const other = await t.customer({ name: 'Other' });
+      expect((await dnsData(other.token, { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' })).json().DNSAuthDetails.DNSValue).not.toBe(d.DNSValue);
+    });
+
+    it('fail/a bad CSR, an unknown product, a product without DNS validation', async () => {
+      expect((await dnsData(c.token, { CSR: 'garbage', ProductCode: 'TrustPoint.DV' })).json()).toMatchObject({ success: false, ErrorField: 'CSR' });
+      expect((await dnsData(c.token, { CSR: testCsr().pem, ProductCode: 'Nope.DV' })).statusCode).toBe(417);
+      expect((await dnsData(c.token, { CSR: testCsr().pem, ProductCode: 'TrustPoint.CodeSigning' })).json()).toMatchObject({ ErrorField: 'ProductCode' });
+      expect((await dnsData(c.token, {})).statusCode).toBe(417);
+    });
+
+    it('ok/GET /ApproverList: constructed addresses and the ones published in DNS, per domain', async () => {
+      dns.set('_validation-contactemail.certdesk-test.com', [{ type: 'TXT', data: 'dcv@certdesk-test.com' }]);
+      const res = await t.call(c.token, { method: 'GET', url: '/rest/v1/ApproverList?CommonName=www.certdesk-test.com&ProductCode=TrustPoint.DV&DNSNames=shop.certdesk-test.com' });
+      expect(res.statusCode).toBe(200);
+      const body = res.json();
+      const emails = body.ApproverList.map((a: { ApproverEmail: string }) => a.ApproverEmail);
+      expect(emails).toEqual(expect.arrayContaining(['admin@www.certdesk-test.com', 'admin@certdesk-test.com', 'postmaster@certdesk-test.com', 'dcv@certdesk-test.com']));
+      expect(body.ApproverList.find((a: { ApproverEmail: string }) => a.ApproverEmail === 'dcv@certdesk-test.com').ApproverType).toBe('Domain');
+      expect(body.DomainApprovers.DomainApprover.map((d: { Domain: string }) => d.Domain)).toEqual(['www.certdesk-test.com', 'shop.certdesk-test.com']);
+      expect((await t.call(c.token, { method: 'GET', url: '/rest/v1/ApproverList?CommonName=intranet.local&ProductCode=TrustPoint.DV' })).json()).toMatchObject({ ErrorField: 'CommonName' });
+      expect((await t.call(c.token, { method: 'GET', url: '/rest/v1/ApproverList?CommonName=www.certdesk-test.com&ProductCode=TrustPoint.FreeDV' })).statusCode).toBe(417);
+      dns.clear('_validation-contactemail.certdesk-test.com');
+    });
+  });
 });

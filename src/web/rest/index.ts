@@ -1,8 +1,10 @@
 import type { Accounts } from '../../ra/accounts.js';
+import type { DcvData } from '../../ra/dcv-data.js';
 import type { Orders } from '../../ra/orders.js';
 import type { Shop } from '../../ra/shop.js';
 import type { Tools } from '../../ra/tools.js';
 import type { App } from '../types.js';
+import { registerDcv } from './dcv.js';
 import { registerLimit } from './limit.js';
 import { registerOrders } from './orders.js';
 import { registerProducts } from './products.js';
@@ -16,6 +18,7 @@ export interface RestDeps {
   readonly shop: Shop;
   readonly tools: Tools;
   readonly orders: Orders;
+  readonly dcvData: DcvData;
 }
 
 /** The /rest/v1 API: one file per resource. */
@@ -27,4 +30,5 @@ export function registerRest(app: App, deps: RestDeps): void {
   registerQuote(app, deps);
   registerTools(app, deps);
   registerOrders(app, deps);
+  registerDcv(app, deps);
 }

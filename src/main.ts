@@ -113,15 +113,15 @@ export async function createServices(config: Config, options: ServiceOptions = {
   await ca.load();
   const pki = new Pki({ ca, jobs, clock });
   const orderRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d), jobs: new JobsRepo(d) });
-  const orders = new Orders({
-    ...orderRepos(db), catalog, dcvValues, clock, blockedNames: config.blockedNames, certificates: ca,
-    transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
-  });
   const resolver = new DcvResolver(config.dnsServers === undefined ? {} : { servers: config.dnsServers });
   const dcvData = new DcvData({ catalog, dcvValues, clock, resolver });
   const orderFlow = new OrderFlow({
     ...orderRepos(db), catalog, clock, ca, jobs, resolver,
     file: { httpPort: config.validationHttpPort, allowPrivate: config.validationAllowPrivate },
+    transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
+  });
+  const orders = new Orders({
+    ...orderRepos(db), catalog, dcvValues, clock, blockedNames: config.blockedNames, certificates: ca, flow: orderFlow,
     transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
   });
 

@@ -130,6 +130,13 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     expect(await used()).toBeCloseTo(before, 2);
     expect(await t.db.kysely.selectFrom('certificates').select('id').where('order_id', '=', placed.ServiceOrderID).execute()).toEqual([]);
 
+    // CAA is also checked when the order comes: refused at once, nothing stored or charged.
+    const refused = await t.call(c.token, { method: 'POST', url: '/rest/v1/Order', payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'DNS' }, AdminContact: contact, TechContact: contact } });
+    expect(refused.statusCode).toBe(417);
+    expect(refused.json()).toMatchObject({ ServiceOrderID: 0, Message: expect.stringMatching(/CAA at certdesk-test\.com forbids/) });
+    expect(await used()).toBeCloseTo(before, 2);
+
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'CAA', flags: 0, tag: 'issue', value: 'trustpoint-ca.example' }]);
     const allowed = await order({ DVAuthMethod: 'DNS' });
     dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: allowed.OrderParameters.DNSAuthDetails!.DNSValue! }, { type: 'CAA', flags: 0, tag: 'issue', value: 'trustpoint-ca.example' }]);
     await work();
@@ -165,6 +172,47 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     expect(events[0]).toMatchObject({ client_address: '127.0.0.1' });
     expect(events[3]).toMatchObject({ actor: 'system' });
     dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
+  });
+
+  describe('inline issuance when the proof is already in place', () => {
+    const post = (params: Record<string, unknown>) => t.call(c.token, {
+      method: 'POST', url: '/rest/v1/Order',
+      payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, ...params }, AdminContact: contact, TechContact: contact },
+    });
+    const publishTxt = async () => {
+      const value = (await t.call(c.token, { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.FreeDV' } })).json().DNSAuthDetails.DNSValue as string;
+      dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: value }]);
+    };
+
+    it('ok/the free product by DNS with the record in place: Fulfillment in the POST /Order response, openssl verifies it', async () => {
+      await publishTxt();
+      const res = await post({ ProductCode: 'TrustPoint.FreeDV', ValidityPeriod: 180, DVAuthMethod: 'DNS' });
+      expect(res.statusCode, res.body).toBe(200);
+      const body = res.json();
+      expect(body.Fulfillment.Certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
+      const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');
+      expect(verify(body.Fulfillment.Certificate, body.Fulfillment.Intermediate, chain.root)).toContain(': OK');
+      expect((await info(body.ServiceOrderID)).OrderStatus).toMatchObject({ MajorStatus: 'COMPLETE', MinorStatus: 'COMPLETED' });
+      // A regular DV product issues inline too when the record is there.
+      const dv = (await post({ DVAuthMethod: 'DNS' })).json();
+      expect(dv.Fulfillment.Certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
+      dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
+    });
+
+    it('fail/the free product without the record: -3202 with failed_dns or failed_file, nothing stored or charged', async () => {
+      const [count, before] = [(await t.db.kysely.selectFrom('orders').select('id').execute()).length, await used()];
+      const dnsRes = await post({ ProductCode: 'TrustPoint.FreeDV', ValidityPeriod: 180, DVAuthMethod: 'DNS' });
+      expect(dnsRes.statusCode).toBe(417);
+      expect(dnsRes.json()).toMatchObject({ success: false, ErrorId: -3202, ErrorField: 'failed_dns', ServiceOrderID: 0 });
+      const fileRes = await post({ ProductCode: 'TrustPoint.FreeDV', ValidityPeriod: 180, DVAuthMethod: 'FILE' });
+      expect(fileRes.json()).toMatchObject({ ErrorId: -3202, ErrorField: 'failed_file' });
+      expect((await t.db.kysely.selectFrom('orders').select('id').execute()).length).toBe(count);
+      expect(await used()).toBe(before);
+      // A regular product without the record is simply pending.
+      const pending = (await post({ DVAuthMethod: 'DNS' })).json();
+      expect(pending).not.toHaveProperty('Fulfillment');
+      expect((await info(pending.ServiceOrderID)).OrderStatus.MajorStatus).toBe('PENDING');
+    });
   });
 
   describe('DCV data before ordering', () => {

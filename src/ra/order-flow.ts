@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Clock, CustomerId, JobId, MinorStatus, SignatureHashAlgorithm } from '../core/index.js';
 import { customerId as toCustomerId } from '../core/index.js';
 import { checkCsr, type IssuedCertificate, type Issuer } from '../ca/index.js';
-import type { AuditRepo, JobsRepo, OrderNameRow, OrderRow, OrdersRepo } from '../storage/index.js';
+import type { AuditRepo, JobsRepo, OrderRow, OrdersRepo } from '../storage/index.js';
 import { checkCaa, checkDnsCname, checkDnsTxt, checkFile, type DcvResolver, type FileCheckOptions } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
 import { dnsRecordName } from './dcv-details.js';
@@ -54,7 +54,7 @@ export class OrderFlow {
       const names = await this.deps.orders.names([order.id]);
       for (const n of names) {
         if (n.status !== 'PENDING' || n.method === 'EMAIL') continue;
-        const result = await this.checkName(order, n);
+        const result = await this.checkProof(order, n.name, n.method as 'DNS' | 'FILE');
         await this.deps.orders.recordCheck(n.id, { validated: result.ok, at: now, problem: result.ok ? null : result.problem });
         await this.deps.audit.append({
           at: now, customerId: toCustomerId(order.customer_id), actor: 'system', clientAddress: null, action: result.ok ? 'dcv.validated' : 'dcv.checked',
@@ -75,23 +75,24 @@ export class OrderFlow {
     if (minor === 'WF_ISSUANCE') return this.issue(order);
   }
 
-  private async checkName(order: OrderRow, n: OrderNameRow): Promise<{ ok: true } | { ok: false; problem: string; transient?: boolean }> {
+  /** Whether the DNS record or file for one name of an order (or an order about to be placed) is in place. */
+  async checkProof(order: Pick<OrderRow, 'ca_brand' | 'dcv_value' | 'csr_pem'>, name: string, method: 'DNS' | 'FILE'): Promise<{ ok: true } | { ok: false; problem: string; transient?: boolean }> {
     const brand = this.deps.catalog.brand(order.ca_brand);
     const value = order.dcv_value ?? '';
     const csrHashes = this.csrHashes(order);
-    if (n.method === 'DNS') {
-      if (brand.dcvConvention === 'token') return checkDnsTxt(this.deps.resolver, dnsRecordName(n.name), value);
+    if (method === 'DNS') {
+      if (brand.dcvConvention === 'token') return checkDnsTxt(this.deps.resolver, dnsRecordName(name), value);
       const sha = csrHashes.sha256.toLowerCase();
-      return checkDnsCname(this.deps.resolver, n.name.replace(/^\*\./, ''), csrHashes.md5.toLowerCase(), `${sha.slice(0, 32)}.${sha.slice(32)}.${brand.caDomain}`);
+      return checkDnsCname(this.deps.resolver, name.replace(/^\*\./, ''), csrHashes.md5.toLowerCase(), `${sha.slice(0, 32)}.${sha.slice(32)}.${brand.caDomain}`);
     }
     const file = brand.dcvConvention === 'token'
       ? { name: 'fileauth.txt', contents: value }
       : { name: `${csrHashes.md5.toUpperCase()}.txt`, contents: `${csrHashes.sha256.toUpperCase()}\n${brand.caDomain}\n${value}` };
-    return checkFile(n.name, file.name, file.contents, { ...this.deps.file, resolve: (host) => this.deps.resolver.addresses(host) });
+    return checkFile(name, file.name, file.contents, { ...this.deps.file, resolve: (host) => this.deps.resolver.addresses(host) });
   }
 
   /** HashMD5 and HashSHA256 of the order's CSR (DER), upper-case hex as /ValidateCSR shows them. */
-  private csrHashes(order: OrderRow): { md5: string; sha256: string } {
+  private csrHashes(order: Pick<OrderRow, 'csr_pem'>): { md5: string; sha256: string } {
     const der = checkCsr(order.csr_pem ?? '').der;
     const hash = (alg: string) => createHash(alg).update(der).digest('hex').toUpperCase();
     return { md5: hash('md5'), sha256: hash('sha256') };
@@ -101,19 +102,31 @@ export class OrderFlow {
    * Re-checks CAA for every name, signs (or, after a crash between signing and completing, finds
    * the certificate already signed for the order), and completes the order with its charge cleared.
    */
-  async issue(order: OrderRow): Promise<void> {
+  /**
+   * CAA for every name (RFC 8659): undefined when all permit; `forbidden` names the record that
+   * does not; `transient` when a lookup could not be answered.
+   */
+  async caaProblem(brandId: string, names: readonly string[]): Promise<{ forbidden?: string; transient?: string } | undefined> {
+    const brand = this.deps.catalog.brand(brandId);
+    for (const name of names) {
+      const caa = await checkCaa(this.deps.resolver, name, [brand.caDomain]);
+      if (caa.permitted) continue;
+      if ('transient' in caa) return { transient: `CAA lookup for ${name} failed: ${caa.problem}` };
+      return { forbidden: `CAA at ${caa.relevant} forbids ${brand.name} to issue for ${name}: ${caa.problem}` };
+    }
+    return undefined;
+  }
+
+  /** `caaChecked`: CAA was checked a moment ago (POST /Order issuing inline), not again. */
+  async issue(order: OrderRow, options: { caaChecked?: boolean } = {}): Promise<void> {
     const now = this.deps.clock.nowSeconds();
     const names = (await this.deps.orders.names([order.id])).map((n) => n.name);
-    const brand = this.deps.catalog.brand(order.ca_brand);
     let cert: { serial: string; notBefore: number; notAfter: number } | undefined = await this.deps.orders.latestCertificate(order.id);
     if (cert === undefined) {
-      for (const name of names) {
-        const caa = await checkCaa(this.deps.resolver, name, [brand.caDomain]);
-        if (caa.permitted) continue;
-        // A lookup that could not be answered is retried by the worker; a record that forbids fails the order.
-        if ('transient' in caa) throw new Error(`CAA lookup for ${name} failed: ${caa.problem}`);
-        return this.fail(order, 'WF_ISSUANCE', 'CAA_FORBIDDEN', `CAA at ${caa.relevant} forbids ${brand.name} to issue for ${name}: ${caa.problem}`);
-      }
+      const caa = options.caaChecked === true ? undefined : await this.caaProblem(order.ca_brand, names);
+      // A lookup that could not be answered is retried by the worker; a record that forbids fails the order.
+      if (caa?.transient !== undefined) throw new Error(caa.transient);
+      if (caa?.forbidden !== undefined) return this.fail(order, 'WF_ISSUANCE', 'CAA_FORBIDDEN', caa.forbidden);
       const product = this.deps.catalog.product(order.product_code);
       let issued: IssuedCertificate;
       try {

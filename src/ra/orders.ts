@@ -9,6 +9,7 @@ import { isUniqueViolation } from '../storage/index.js';
 import { DEFAULT_BLOCKED_NAMES, baseDomain, checkDnsName, isBlockedName, parseCsr, type CsrInfo } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
 import { dcvExpectations, type DnsAuthDetails, type FileAuthDetails } from './dcv-details.js';
+import type { OrderFlow } from './order-flow.js';
 import { quotePrice } from './pricing.js';
 import { randomString } from './secrets.js';
 
@@ -43,6 +44,8 @@ export interface PlacedOrder {
   readonly replayed: boolean;
   readonly dns?: DnsAuthDetails;
   readonly file?: FileAuthDetails;
+  /** Issued inline (the proof was in place when the order came). */
+  readonly certificate?: OrderCertificate;
 }
 
 export interface OrderRepos {
@@ -68,6 +71,8 @@ export interface OrderView {
 }
 
 export interface OrdersDeps extends OrderRepos {
+  /** The order flow: proofs checked and certificates issued inline when the proof is already in place. */
+  readonly flow: Pick<OrderFlow, 'checkProof' | 'caaProblem' | 'issue'>;
   /** Rebuilds a stored certificate's chain and bundle (the CA's `fulfillment`). */
   readonly certificates: { fulfillment(serial: string): Promise<OrderCertificate | undefined> };
   readonly catalog: CatalogService;
@@ -117,11 +122,28 @@ export class Orders {
     const now = this.deps.clock.nowSeconds();
     const dcv = await dcvExpectations(this.deps, customerId, checked.brand, checked.csr, checked.names);
     const method = checked.method;
+
+    // CAA at order time (and again right before signing); a lookup that cannot be answered now is left to that second check.
+    const caa = await this.deps.flow.caaProblem(checked.brand.id, checked.names);
+    if (caa?.forbidden !== undefined) throw CertdeskError.ofFaults([{ kind: 'invalidName', field: 'CommonName', message: caa.forbidden }]);
+
+    // DV by DNS or FILE with the proof already in place: validated now and issued inline (DESIGN §2).
+    // The free automated product's clients expect exactly that: for it a missing proof refuses the order.
+    let inline = false;
+    if ((method === 'DNS' || method === 'FILE') && checked.product.validationLevel === 'DV') {
+      const facts = { ca_brand: checked.brand.id, dcv_value: dcv.value, csr_pem: checked.csrPem };
+      const results = await Promise.all(checked.names.map((n) => this.deps.flow.checkProof(facts, n, method)));
+      const failed = results.map((r, i) => (r.ok ? undefined : `${checked.names[i]!}: ${r.problem}`)).filter((x): x is string => x !== undefined);
+      inline = failed.length === 0 && caa === undefined;
+      if (failed.length > 0 && checked.product.validity.unit === 'days') {
+        throw new CertdeskError('dcvFailed', `The ${method === 'DNS' ? 'DNS record' : 'file'} was not found or is wrong: ${failed.join('; ')}`, { field: method === 'DNS' ? 'failed_dns' : 'failed_file' });
+      }
+    }
     const row = {
       customer_id: customerId, partner_order_id: partnerOrderId, request_hash: requestHash,
       product_code: checked.product.code, product_type: checked.product.type, ca_brand: checked.brand.id,
       validation_level: checked.product.validationLevel, common_name: checked.names[0]!,
-      major_status: 'PENDING', minor_status: waitingFor(method), dv_auth_method: method,
+      major_status: 'PENDING', minor_status: inline ? 'WF_ISSUANCE' : waitingFor(method), dv_auth_method: method,
       signature_hash_algorithm: checked.signatureHashAlgorithm, validity_period: checked.validityPeriod, server_count: checked.serverCount,
       san_names: JSON.stringify(checked.names.slice(1)),
       params_json: JSON.stringify({ ...checked.params, PartnerOrderID: partnerOrderId }),
@@ -130,7 +152,9 @@ export class Orders {
       csr_pem: checked.csrPem, csr_sha256: checked.csr.hashSha256, price_minor: checked.priceMinor, currency: principal.account.currency,
       billing_status: 'uncleared', order_date: now, update_date: now, issued_at: null, term_end: null, failure_reason: null, dcv_value: dcv.value,
     };
-    const names: NewOrderName[] = checked.names.map((name) => ({ name, method, status: 'PENDING', approver_email: checked.approvers.get(name) ?? null }));
+    const names: NewOrderName[] = checked.names.map((name) => ({
+      name, method, status: inline ? 'VALIDATED' : 'PENDING', approver_email: checked.approvers.get(name) ?? null, ...(inline ? { validated_at: now, last_checked_at: now } : {}),
+    }));
 
     let id: number;
     try {
@@ -157,7 +181,14 @@ export class Orders {
       }
       throw e;
     }
-    const order = (await this.deps.orders.get(customerId, id))!;
+    let order = (await this.deps.orders.get(customerId, id))!;
+    if (inline) {
+      // Should this fail half-way (a crash), the order's queued job completes it.
+      await this.deps.flow.issue(order, { caaChecked: true });
+      order = (await this.deps.orders.get(customerId, id))!;
+      const view = (await this.views([order], true))[0]!;
+      return { ...view, replayed: false, ...this.details(method, dcv) };
+    }
     return { order, names: await this.deps.orders.names([id]), replayed: false, ...this.details(method, dcv) };
   }
 

@@ -6,7 +6,7 @@ import type { OrderNamesTable, OrdersTable } from './schema.js';
 export type OrderRow = Selectable<OrdersTable>;
 export type NewOrderRow = Omit<Insertable<OrdersTable>, 'id'>;
 export type OrderNameRow = Selectable<OrderNamesTable>;
-export type NewOrderName = Pick<Insertable<OrderNamesTable>, 'name' | 'method' | 'status' | 'approver_email'>;
+export type NewOrderName = Pick<Insertable<OrderNamesTable>, 'name' | 'method' | 'status' | 'approver_email' | 'validated_at' | 'last_checked_at'>;
 
 /** Filters of GET /Orders (spec §4.12); every read is scoped to one customer. */
 export interface OrderFilter {

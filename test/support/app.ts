@@ -38,7 +38,9 @@ export interface TestContext {
 export async function createTestContext(dialect: TestDialect, env: Record<string, string> = {}): Promise<TestContext> {
   const db = await dialect.open();
   const clock = new FixedClock(TEST_NOW);
-  const config = loadConfig({ CERTDESK_DATA_DIR: '/nonexistent-test-data', CERTDESK_CA_KEY_FILE: join(mkdtempSync(join(tmpdir(), 'certdesk-kek-')), 'ca-keys.secret'), ...env });
+  // DNS goes to a closed loopback port unless a test runs its own server: lookups fail at once
+  // (a transient failure) instead of waiting on the machine's resolvers.
+  const config = loadConfig({ CERTDESK_DATA_DIR: '/nonexistent-test-data', CERTDESK_DNS_SERVERS: '127.0.0.1:9', CERTDESK_CA_KEY_FILE: join(mkdtempSync(join(tmpdir(), 'certdesk-kek-')), 'ca-keys.secret'), ...env });
   const services = await createServices(config, { clock, db });
   const app = await createWebApp(services, false);
   await app.ready();

@@ -67,6 +67,9 @@ export function registerOrders(app: App, deps: { orders: Orders }): void {
             ...(placed.dns === undefined ? {} : { DNSAuthDetails: placed.dns }),
             ...(placed.file === undefined ? {} : { FileAuthDetails: placed.file }),
           },
+          ...(placed.certificate === undefined ? {} : {
+            Fulfillment: { Certificate: placed.certificate.certificate, Intermediate: placed.certificate.intermediate, Certificate_PKCS7: placed.certificate.pkcs7 },
+          }),
         });
       } catch (e) {
         const err = toCertdeskError(e);

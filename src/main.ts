@@ -14,6 +14,8 @@ import { Housekeeping } from './ra/housekeeping.js';
 import { CatalogService, loadCatalog } from './ra/catalog.js';
 import { OAuth } from './ra/oauth.js';
 import { DcvData } from './ra/dcv-data.js';
+import { EmailApprovals } from './ra/email-approval.js';
+import { Mailer, mailFrom, smtpTransport } from './ra/mail.js';
 import { OrderFlow } from './ra/order-flow.js';
 import { Orders } from './ra/orders.js';
 import { Pki } from './ra/pki.js';
@@ -21,7 +23,7 @@ import { PrincipalCache } from './ra/principal-cache.js';
 import { Shop } from './ra/shop.js';
 import { Tools } from './ra/tools.js';
 import {
-  ApplicationsRepo, AuditRepo, CaRepo, CustomersRepo, OrdersRepo, DcvValuesRepo, JobsRepo, KvRepo, TokensRepo, UsersRepo, inTransaction, migrateToLatest, openDatabase, pingDatabase, type Db,
+  ApplicationsRepo, AuditRepo, CaRepo, CustomersRepo, MailRepo, OrdersRepo, DcvValuesRepo, JobsRepo, KvRepo, TokensRepo, UsersRepo, inTransaction, migrateToLatest, openDatabase, pingDatabase, type Db,
 } from './storage/index.js';
 import { buildApp } from './web/app.js';
 import { buildKvApp, type KvApp } from './web/kv/server.js';
@@ -46,6 +48,8 @@ export interface Services {
   readonly orders: Orders;
   readonly orderFlow: OrderFlow;
   readonly dcvData: DcvData;
+  readonly emailApprovals: EmailApprovals;
+  readonly mailRepo: MailRepo;
   close(): Promise<void>;
 }
 
@@ -120,8 +124,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
     file: { httpPort: config.validationHttpPort, allowPrivate: config.validationAllowPrivate },
     transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
   });
+  const mailRepo = new MailRepo(db);
+  const mailer = new Mailer({
+    repo: mailRepo, clock, ...(options.logger === undefined ? {} : { logger: options.logger }),
+    transport: config.smtpUrl === undefined ? null : smtpTransport(config.smtpUrl, mailFrom(config.publicUrl ?? 'http://localhost')),
+  });
+  const emailApprovals = new EmailApprovals({ orders: new OrdersRepo(db), audit, mailer, flow: orderFlow, resolver, clock, publicUrl: config.publicUrl ?? '' });
   const orders = new Orders({
-    ...orderRepos(db), catalog, dcvValues, clock, blockedNames: config.blockedNames, certificates: ca, flow: orderFlow,
+    ...orderRepos(db), catalog, dcvValues, clock, blockedNames: config.blockedNames, certificates: ca, flow: orderFlow, approvals: emailApprovals,
     transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
   });
 
@@ -129,7 +139,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     await ca.flush();
     await db.close();
   };
-  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, dcvData, close };
+  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, dcvData, emailApprovals, mailRepo, close };
 }
 
 /** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */
@@ -175,6 +185,14 @@ export async function initCa(ca: BuiltinCa, logger: Pick<Logger, 'info' | 'warn'
 export function createLogger(config: Pick<Config, 'logLevel'>, destination?: DestinationStream): Logger {
   return pino({
     level: config.logLevel,
+    serializers: {
+      // Capability URLs (EMAIL approval links) carry their secret in the path: log the route, not the token.
+      req: (req: { method?: string; url?: string; ip?: string; headers?: Record<string, unknown> }) => ({
+        method: req.method,
+        url: typeof req.url === 'string' ? req.url.replace(/\/dcv\/approve\/[^/?#]+/, '/dcv/approve/[redacted]') : req.url,
+        remoteAddress: req.ip,
+      }),
+    },
     redact: {
       paths: ['req.headers.authorization', '*.client_secret', '*.password', '*.access_token', '*.refresh_token', '*.Password', '*.PrivateKey'],
       censor: '[redacted]',
@@ -215,6 +233,7 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       pki: services.pki,
       orders: services.orders,
       dcvData: services.dcvData,
+      emailApprovals: services.emailApprovals,
     },
   );
 }

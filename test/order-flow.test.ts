@@ -12,6 +12,7 @@ import { createTestContext, type TestContext, type TestCustomer } from './suppor
 import { testDialects } from './support/databases.js';
 import { testCsr } from './support/csr.js';
 import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
+import { startSmtpServer } from './support/smtp-server.js';
 
 const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
 const orgContact = { ...contact, OrganizationName: 'Certdesk Test GmbH', OrganizationAddress: { AddressLine1: 'Hauptstr. 1', PostalCode: '10115', City: 'Berlin', Region: 'Berlin', Country: 'DE' } };
@@ -33,9 +34,11 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
   let web: Server;
   const files = new Map<string, string>();
   let worker: Worker;
+  let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 
   beforeAll(async () => {
     dns = await startDnsServer();
+    smtp = await startSmtpServer();
     web = createServer((req, res) => {
       const body = files.get(`${String(req.headers.host).split(':')[0]}${req.url ?? ''}`);
       res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'text/plain' }).end(body ?? 'not found');
@@ -44,6 +47,7 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     t = await createTestContext(dialect, {
       CERTDESK_DNS_SERVERS: dns.address, CERTDESK_VALIDATION_ALLOW_PRIVATE: 'true',
       CERTDESK_VALIDATION_HTTP_PORT: String((web.address() as AddressInfo).port), CERTDESK_RATE_LIMIT: '1000000',
+      CERTDESK_SMTP_URL: smtp.url, CERTDESK_PUBLIC_URL: 'https://certdesk.example',
     });
     await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
     c = await t.customer({ name: 'Flow', creditLimit: 100000 });
@@ -53,6 +57,7 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
   afterAll(async () => {
     await t.close();
     await dns.close();
+    await smtp.close();
     web.close();
   });
 
@@ -172,6 +177,61 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     expect(events[0]).toMatchObject({ client_address: '127.0.0.1' });
     expect(events[3]).toMatchObject({ actor: 'system' });
     dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
+  });
+
+  describe('EMAIL validation', () => {
+    const linkIn = (text: string) => /https:\/\/certdesk\.example(\/dcv\/approve\/cda_[A-Za-z0-9_-]+)/.exec(text)?.[1];
+
+    it('ok/the approver gets a mail over SMTP; GET shows and approves nothing; POST approves and the certificate is issued', async () => {
+      const placed = await order({ DVAuthMethod: 'EMAIL', ApproverEmail: 'hostmaster@certdesk-test.com' });
+      const mail = await smtp.waitFor((m) => m.envelope.to.includes('hostmaster@certdesk-test.com') && (m.text ?? '').includes(`Order ${placed.ServiceOrderID},`));
+      expect(mail.subject).toMatch(/^Approve the certificate for www\.certdesk-test\.com and 1 more$/);
+      const path = linkIn(mail.text ?? '')!;
+      expect(path).toBeDefined();
+
+      const shown = await t.app.inject({ method: 'GET', url: path });
+      expect(shown.statusCode).toBe(200);
+      expect(shown.headers['content-type']).toMatch(/^text\/html/);
+      expect(shown.body).toContain('<form method="post">');
+      expect(shown.body).toContain('www.certdesk-test.com');
+      await work();
+      expect((await info(placed.ServiceOrderID)).OrderStatus.MinorStatus).toBe('WF_EMAIL_AUTH');
+
+      const approved = await t.app.inject({ method: 'POST', url: path });
+      expect(approved.statusCode).toBe(200);
+      expect(approved.body).toContain('Approved');
+      const o = await info(placed.ServiceOrderID);
+      expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
+      expect(o.DCVStatus.every((d: { Status: string }) => d.Status === 'VALIDATED')).toBe(true);
+      expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root)).toContain(': OK');
+      // Clicking again changes nothing.
+      expect((await t.app.inject({ method: 'POST', url: path })).statusCode).toBe(200);
+      expect(await t.db.kysely.selectFrom('certificates').select('id').where('order_id', '=', placed.ServiceOrderID).execute()).toHaveLength(1);
+      const audit = await t.db.kysely.selectFrom('audit_events').select(['action', 'actor']).where('subject', '=', String(placed.ServiceOrderID)).where('action', '=', 'dcv.approved').execute();
+      expect(audit).toEqual([{ action: 'dcv.approved', actor: 'approver:hostmaster@certdesk-test.com' }]);
+    });
+
+    it('ok/PUT /ApproverEmail sends a new link and voids the old; POST /ApproverEmail resends; refusals', async () => {
+      const placed = await order({ DVAuthMethod: 'EMAIL', ApproverEmail: 'admin@certdesk-test.com' });
+      const first = linkIn((await smtp.waitFor((m) => (m.text ?? '').includes(`Order ${placed.ServiceOrderID},`))).text ?? '')!;
+      const bad = await t.call(c.token, { method: 'PUT', url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}?ApproverEmail=someone@gmail.com` });
+      expect(bad.statusCode).toBe(417);
+      expect(bad.json()).toMatchObject({ ErrorField: 'ApproverEmail' });
+      const changed = await t.call(c.token, { method: 'PUT', url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}?ApproverEmail=webmaster@certdesk-test.com` });
+      expect(changed.json()).toMatchObject({ success: true, Message: expect.any(String) });
+      const second = linkIn((await smtp.waitFor((m) => m.envelope.to.includes('webmaster@certdesk-test.com') && (m.text ?? '').includes(`Order ${placed.ServiceOrderID},`))).text ?? '')!;
+      expect(second).not.toBe(first);
+      expect((await t.app.inject({ method: 'GET', url: first })).statusCode).toBe(404);
+      const resent = await t.call(c.token, { method: 'POST', url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}` });
+      expect(resent.json()).toMatchObject({ success: true });
+      const other = await t.customer({ name: 'Stranger' });
+      expect((await t.call(other.token, { method: 'POST', url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}` })).statusCode).toBe(404);
+      const dnsOrder = await order({ DVAuthMethod: 'DNS' });
+      expect((await t.call(c.token, { method: 'POST', url: `/rest/v1/ApproverEmail/${dnsOrder.ServiceOrderID}` })).json()).toMatchObject({ ErrorId: -2011 });
+      expect((await t.app.inject({ method: 'GET', url: '/dcv/approve/nonsense' })).statusCode).toBe(404);
+      const outbox = await t.services.mailRepo.list({ limit: 100, orderId: placed.ServiceOrderID });
+      expect(outbox.map((m) => m.status)).toEqual(['sent', 'sent', 'sent']);
+    });
   });
 
   describe('inline issuance when the proof is already in place', () => {

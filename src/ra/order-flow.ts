@@ -67,12 +67,22 @@ export class OrderFlow {
         await this.deps.jobs.enqueue({ name: 'order.validate', payload, uniqueKey: `order:${order.id}`, runAt: now + nextCheckDelay(now - order.order_date), takeKeyFrom: ctx.id }, now);
         return;
       }
-      const next: MinorStatus = order.validation_level === 'OV' || order.validation_level === 'EV' ? 'WF_ORG_VALIDATION' : 'WF_ISSUANCE';
-      if (!(await this.deps.orders.transition(order.id, { major: 'PENDING', minor }, { major: 'PENDING', minor: next }, now))) return;
-      if (next === 'WF_ORG_VALIDATION') return;
-      return this.issue({ ...order, minor_status: next });
+      return this.advance(order);
     }
     if (minor === 'WF_ISSUANCE') return this.issue(order);
+  }
+
+  /**
+   * Every name shown: OV/EV on to the operator's vetting, DV on to issuance (done here). Called by
+   * the worker and by an approver's click; the guarded transition lets only one of them proceed.
+   */
+  async advance(order: OrderRow): Promise<void> {
+    const minor = order.minor_status as MinorStatus;
+    const names = await this.deps.orders.names([order.id]);
+    if (order.major_status !== 'PENDING' || names.some((n) => n.status !== 'VALIDATED')) return;
+    const next: MinorStatus = order.validation_level === 'OV' || order.validation_level === 'EV' ? 'WF_ORG_VALIDATION' : 'WF_ISSUANCE';
+    if (!(await this.deps.orders.transition(order.id, { major: 'PENDING', minor }, { major: 'PENDING', minor: next }, this.deps.clock.nowSeconds()))) return;
+    if (next === 'WF_ISSUANCE') await this.issue({ ...order, minor_status: next });
   }
 
   /** Whether the DNS record or file for one name of an order (or an order about to be placed) is in place. */

@@ -9,6 +9,7 @@ import { isUniqueViolation } from '../storage/index.js';
 import { DEFAULT_BLOCKED_NAMES, baseDomain, checkDnsName, isBlockedName, parseCsr, type CsrInfo } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
 import { dcvExpectations, type DnsAuthDetails, type FileAuthDetails } from './dcv-details.js';
+import type { EmailApprovals } from './email-approval.js';
 import type { OrderFlow } from './order-flow.js';
 import { quotePrice } from './pricing.js';
 import { randomString } from './secrets.js';
@@ -73,6 +74,8 @@ export interface OrderView {
 export interface OrdersDeps extends OrderRepos {
   /** The order flow: proofs checked and certificates issued inline when the proof is already in place. */
   readonly flow: Pick<OrderFlow, 'checkProof' | 'caaProblem' | 'issue'>;
+  /** Sends the approval mails of an EMAIL order once it is stored. */
+  readonly approvals: Pick<EmailApprovals, 'sendForNewOrder'>;
   /** Rebuilds a stored certificate's chain and bundle (the CA's `fulfillment`). */
   readonly certificates: { fulfillment(serial: string): Promise<OrderCertificate | undefined> };
   readonly catalog: CatalogService;
@@ -182,6 +185,8 @@ export class Orders {
       throw e;
     }
     let order = (await this.deps.orders.get(customerId, id))!;
+    // After the commit: a mail is never sent for an order that was not stored (a lost one is re-sent by POST /ApproverEmail).
+    if (method === 'EMAIL') await this.deps.approvals.sendForNewOrder(id);
     if (inline) {
       // Should this fail half-way (a crash), the order's queued job completes it.
       await this.deps.flow.issue(order, { caaChecked: true });

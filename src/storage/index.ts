@@ -11,3 +11,4 @@ export * from './tokens-repo.js';
 export * from './users-repo.js';
 export * from './ca-repo.js';
 export * from './orders-repo.js';
+export * from './mail-repo.js';

@@ -4,6 +4,8 @@ import { initial } from './migrations/0001-initial.js';
 import { hashStore } from './migrations/0002-hash-store.js';
 import { ca } from './migrations/0003-ca.js';
 import { orderDcv } from './migrations/0004-order-dcv.js';
+import { mail } from './migrations/0005-mail.js';
+import { emailApproval } from './migrations/0006-email-approval.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -12,6 +14,8 @@ function migrations(db: Db): Record<string, Migration> {
     '0002-hash-store': hashStore(db.dialect),
     '0003-ca': ca(db.dialect),
     '0004-order-dcv': orderDcv(db.dialect),
+    '0005-mail': mail(db.dialect),
+    '0006-email-approval': emailApproval(db.dialect),
   };
 }
 

@@ -130,6 +130,30 @@ export class OrdersRepo {
       .execute();
   }
 
+  /** Sets the approver and the approval link of an order's pending EMAIL names (one approver for all, or per name). */
+  async setApproval(orderId: number, names: readonly string[] | 'all-pending', approver: string | null, tokenHash: string): Promise<number> {
+    let q = this.db.kysely.updateTable('order_names')
+      .set(approver === null ? { approval_token_hash: tokenHash } : { approver_email: approver, approval_token_hash: tokenHash })
+      .where('order_id', '=', orderId).where('status', '=', 'PENDING').where('method', '=', 'EMAIL');
+    if (names !== 'all-pending') q = q.where('name', 'in', [...names]);
+    const r = await q.executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  /** The pending names an approval link covers. */
+  async namesByApprovalToken(tokenHash: string): Promise<OrderNameRow[]> {
+    return this.db.kysely.selectFrom('order_names').selectAll().where('approval_token_hash', '=', tokenHash).execute();
+  }
+
+  /** Marks the names of an approval link validated (once); returns how many changed. */
+  async approve(tokenHash: string, at: number): Promise<number> {
+    const r = await this.db.kysely.updateTable('order_names')
+      .set({ status: 'VALIDATED', validated_at: at, last_checked_at: at, last_problem: null })
+      .where('approval_token_hash', '=', tokenHash).where('status', '=', 'PENDING')
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
   /** Gives back reserved credit (a refund); never below zero (a CHECK constraint guards it too). */
   async releaseCredit(customerId: CustomerId, amount: number): Promise<void> {
     await this.db.kysely.updateTable('customers').set({ used_minor: sql`used_minor - ${amount}` }).where('id', '=', customerId).execute();

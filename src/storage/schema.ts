@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { MailOutboxTable } from './mail-repo.js';
 
 // Row types of every table, as Kysely sees them. Times are whole UTC seconds, money integer
 // minor units, booleans 0/1, lists and nested request data JSON text. Migrations create these.
@@ -114,6 +115,8 @@ export interface OrderNamesTable {
   validated_at: number | null;
   last_checked_at: number | null;
   last_problem: string | null;
+  /** SHA-256 (hex) of the EMAIL approval link's token (0006). */
+  approval_token_hash: string | null;
 }
 
 export interface DcvValuesTable {
@@ -243,6 +246,7 @@ export interface DB {
   ca_certificates: CaCertificatesTable;
   ca_crls: CaCrlsTable;
   ocsp_responses: OcspResponsesTable;
+  mail_outbox: MailOutboxTable;
 }
 
 export interface KvKeysTable {

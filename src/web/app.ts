@@ -12,6 +12,7 @@ import { registerOps, type OpsDeps } from './ops/routes.js';
 import { registerOpenApi } from './ops/openapi.js';
 import { registerOAuth } from './oauth/routes.js';
 import { registerPki, type PkiDeps } from './pki/routes.js';
+import { registerApprovalPage } from './dcv/approval.js';
 import { registerRest, type RestDeps } from './rest/index.js';
 import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.js';
 import type { AccessEntry, App } from './types.js';
@@ -116,6 +117,7 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
   registerOps(app, deps);
   registerOAuth(app, deps);
   await registerPki(app, deps);
+  registerApprovalPage(app, deps);
   await app.register(async (rest) => registerRest(rest as App, deps), { prefix: '/rest/v1' });
   return app;
 }

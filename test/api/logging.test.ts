@@ -36,9 +36,11 @@ describe('structured logs', () => {
     await app.inject({ method: 'POST', url: '/rest/v1/ValidateName', headers: { authorization: `Bearer ${token}` }, payload: { CommonName: 'www.certdesk-test.com', GeneratePrivateKey: true } });
     await app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'client_credentials', client_id: created.application.clientId, client_secret: 'wrong-secret-value' } });
 
+    await app.inject({ method: 'GET', url: '/dcv/approve/cda_SecretApprovalToken1234567890' });
     const all = lines.join('\n');
+    expect(all).toContain('/dcv/approve/[redacted]');
     expect(lines.length).toBeGreaterThan(5);
     expect(lines.some((l) => JSON.parse(l).requestId === 'trace-me')).toBe(true);
-    for (const s of [secret, token, refresh, 'wrong-secret-value', 'PRIVATE KEY', created.password]) expect(all).not.toContain(s);
+    for (const s of [secret, token, refresh, 'wrong-secret-value', 'PRIVATE KEY', created.password, 'SecretApprovalToken']) expect(all).not.toContain(s);
   });
 });

@@ -1,9 +1,11 @@
 import type { Accounts } from '../../ra/accounts.js';
 import type { DcvData } from '../../ra/dcv-data.js';
+import type { EmailApprovals } from '../../ra/email-approval.js';
 import type { Orders } from '../../ra/orders.js';
 import type { Shop } from '../../ra/shop.js';
 import type { Tools } from '../../ra/tools.js';
 import type { App } from '../types.js';
+import { registerApproverEmail } from './approver-email.js';
 import { registerDcv } from './dcv.js';
 import { registerLimit } from './limit.js';
 import { registerOrders } from './orders.js';
@@ -19,6 +21,7 @@ export interface RestDeps {
   readonly tools: Tools;
   readonly orders: Orders;
   readonly dcvData: DcvData;
+  readonly emailApprovals: EmailApprovals;
 }
 
 /** The /rest/v1 API: one file per resource. */
@@ -31,4 +34,5 @@ export function registerRest(app: App, deps: RestDeps): void {
   registerTools(app, deps);
   registerOrders(app, deps);
   registerDcv(app, deps);
+  registerApproverEmail(app, deps);
 }

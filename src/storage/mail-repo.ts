@@ -1,0 +1,119 @@
+import type { Generated } from 'kysely';
+import type { Db } from './database.js';
+
+/** What became of a recorded mail: sent over SMTP, kept in the outbox only (no SMTP configured), or a failed send. */
+export type MailStatus = 'sent' | 'outbox' | 'failed';
+
+/** Row type of `mail_outbox` (migration 0005-mail), as Kysely sees it. */
+export interface MailOutboxTable {
+  id: Generated<number>;
+  customer_id: number | null;
+  order_id: number | null;
+  to_address: string;
+  subject: string;
+  body_text: string;
+  /** What the mail is about, e.g. 'dcv.approval'. */
+  kind: string;
+  status: MailStatus;
+  /** Why the last send failed; null unless status is 'failed'. */
+  error: string | null;
+  created_at: number;
+  sent_at: number | null;
+}
+
+/** One recorded mail. */
+export interface MailRow {
+  readonly id: number;
+  readonly customerId: number | null;
+  readonly orderId: number | null;
+  readonly to: string;
+  readonly subject: string;
+  readonly text: string;
+  readonly kind: string;
+  readonly status: MailStatus;
+  readonly error: string | null;
+  readonly createdAt: number;
+  readonly sentAt: number | null;
+}
+
+/** A mail to record; status 'outbox' unless given. */
+export interface NewMail {
+  readonly to: string;
+  readonly subject: string;
+  readonly text: string;
+  readonly kind: string;
+  readonly customerId?: number | null;
+  readonly orderId?: number | null;
+  readonly status?: MailStatus;
+  readonly createdAt: number;
+}
+
+export interface MailListOptions {
+  /** At most this many mails (a positive whole number). */
+  readonly limit: number;
+  readonly orderId?: number;
+  readonly customerId?: number;
+}
+
+/** The mail outbox: every mail the service sends, recorded before it is sent. */
+export class MailRepo {
+  constructor(private readonly db: Db) {}
+
+  // Until mail_outbox is part of DB (schema.ts), the repository sees its own table only.
+  private get kysely() {
+    return this.db.kysely;
+  }
+
+  /** Records a mail; returns its outbox id. */
+  async insert(row: NewMail): Promise<number> {
+    const inserted = await this.kysely
+      .insertInto('mail_outbox')
+      .values({
+        customer_id: row.customerId ?? null,
+        order_id: row.orderId ?? null,
+        to_address: row.to,
+        subject: row.subject,
+        body_text: row.text,
+        kind: row.kind,
+        status: row.status ?? 'outbox',
+        error: null,
+        created_at: row.createdAt,
+        sent_at: null,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return inserted.id;
+  }
+
+  /** Marks a mail sent at `at` (clearing any earlier error). */
+  async markSent(id: number, at: number): Promise<void> {
+    await this.kysely.updateTable('mail_outbox').set({ status: 'sent', sent_at: at, error: null }).where('id', '=', id).execute();
+  }
+
+  /** Marks a mail's send as failed, with why. */
+  async markFailed(id: number, error: string): Promise<void> {
+    await this.kysely.updateTable('mail_outbox').set({ status: 'failed', error }).where('id', '=', id).execute();
+  }
+
+  /** The newest mails first, optionally of one order or one customer. */
+  async list(options: MailListOptions): Promise<MailRow[]> {
+    if (!Number.isSafeInteger(options.limit) || options.limit <= 0) throw new Error(`bad mail list limit ${options.limit}`);
+    let query = this.kysely.selectFrom('mail_outbox').selectAll();
+    if (options.orderId !== undefined) query = query.where('order_id', '=', options.orderId);
+    if (options.customerId !== undefined) query = query.where('customer_id', '=', options.customerId);
+    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute();
+    return rows.map((r) => ({
+      id: r.id,
+      customerId: r.customer_id,
+      orderId: r.order_id,
+      to: r.to_address,
+      subject: r.subject,
+      text: r.body_text,
+      kind: r.kind,
+      status: r.status,
+      error: r.error,
+      createdAt: r.created_at,
+      sentAt: r.sent_at,
+    }));
+  }
+}

@@ -26,13 +26,14 @@ function migrations(db: Db): Record<string, Migration> {
 export async function migrateToLatest(db: Db): Promise<string[]> {
   // Kysely's migration lock is a no-op on SQLite: two processes starting on a fresh file race.
   // Each migration runs in a transaction, so the loser's attempt rolls back; retry until the
-  // winner has committed and there is nothing left to do.
+  // winner has committed and there is nothing left to do. A loser that read the migration list
+  // before the winner committed fails on the winner's change (a table or column that exists).
   for (let attempt = 1; ; attempt++) {
     try {
       return await migrateOnce(db);
     } catch (e) {
       const text = String((e as Error).cause ?? e);
-      const raced = db.dialect === 'sqlite' && /SQLITE_BUSY|database is locked|already exists/.test(text);
+      const raced = db.dialect === 'sqlite' && /SQLITE_BUSY|database is locked|already exists|duplicate column name/.test(text);
       if (!raced || attempt >= 20) throw e;
       await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
     }

@@ -18,6 +18,7 @@ import { EmailApprovals } from './ra/email-approval.js';
 import { Mailer, mailFrom, smtpTransport } from './ra/mail.js';
 import { OrderFlow } from './ra/order-flow.js';
 import { Orders } from './ra/orders.js';
+import { Vetting } from './ra/vetting.js';
 import { Pki } from './ra/pki.js';
 import { PrincipalCache } from './ra/principal-cache.js';
 import { Shop } from './ra/shop.js';
@@ -50,6 +51,7 @@ export interface Services {
   readonly dcvData: DcvData;
   readonly emailApprovals: EmailApprovals;
   readonly mailRepo: MailRepo;
+  readonly vetting: Vetting;
   close(): Promise<void>;
 }
 
@@ -135,11 +137,13 @@ export async function createServices(config: Config, options: ServiceOptions = {
     transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
   });
 
+  const vetting = new Vetting({ orders: new OrdersRepo(db), audit, flow: orderFlow, clock });
+
   const close = async () => {
     await ca.flush();
     await db.close();
   };
-  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, dcvData, emailApprovals, mailRepo, close };
+  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, dcvData, emailApprovals, mailRepo, vetting, close };
 }
 
 /** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */

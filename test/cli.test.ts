@@ -41,6 +41,16 @@ describe('certdesk CLI', () => {
     expect((unknown as { stderr: string }).stderr).toContain('no such customer');
   });
 
+  it('ok/vetting list is empty on a fresh install; approving or rejecting an unknown order is one clear line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cli-'));
+    expect(JSON.parse((await run(BIN, ['vetting', 'list', '--json'], { env: env(dir) })).stdout)).toEqual({ Orders: [] });
+    const approve = await run(BIN, ['vetting', 'approve', '42'], { env: env(dir) }).catch((e: { code: number; stderr: string }) => e);
+    expect(approve).toMatchObject({ code: 1, stderr: expect.stringMatching(/^certdesk: No order 42/) });
+    const reject = await run(BIN, ['vetting', 'reject', 'x', '--reason', 'r'], { env: env(dir) }).catch((e: { code: number; stderr: string }) => e);
+    expect(reject).toMatchObject({ code: 1, stderr: expect.stringMatching(/order id/) });
+    expect(JSON.parse((await run(BIN, ['mail', 'list', '--json'], { env: env(dir) })).stdout)).toEqual({ Mails: [] });
+  });
+
   it('ok/two processes migrating a fresh SQLite file at once both succeed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cli-'));
     const [a, b] = await Promise.all([run(BIN, ['migrate'], { env: env(dir) }), run(BIN, ['migrate'], { env: env(dir) })]);

@@ -179,6 +179,55 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
   });
 
+  describe('OV and EV through the operator\'s vetting', () => {
+    const orgOrder = { AdminContact: { ...orgContact, Title: 'CTO', Fax: '+49 30 2' }, TechContact: { ...orgContact, Title: 'CTO', Fax: '+49 30 2' }, OrganizationInfo: { OrganizationName: 'Certdesk Test GmbH', OrganizationAddress: { ...orgContact.OrganizationAddress, Phone: '+49 30 1' } } };
+    const validated = async (productCode: string) => {
+      const placed = await order({ ProductCode: productCode, DVAuthMethod: 'DNS' }, orgOrder);
+      dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+      await work();
+      dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
+      return placed.ServiceOrderID;
+    };
+
+    it('ok/OV: DCV done → WF_ORG_VALIDATION (50 %), listed for vetting; approved → issued with the organization in the subject', async () => {
+      const id = await validated('TrustPoint.OV');
+      expect((await info(id)).OrderStatus).toMatchObject({ MajorStatus: 'PENDING', MinorStatus: 'WF_ORG_VALIDATION', Progress: 50 });
+      expect((await t.services.vetting.list()).map((v) => v.order.id)).toContain(id);
+      await t.services.vetting.approve(id, {});
+      const o = await info(id);
+      expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
+      writeFileSync(join(dir, 'ov.pem'), o.Fulfillment.Certificate);
+      const subject = spawnSync('openssl', ['x509', '-noout', '-subject', '-in', join(dir, 'ov.pem')], { encoding: 'utf8' }).stdout;
+      expect(subject).toMatch(/C ?= ?DE, ST ?= ?Berlin, L ?= ?Berlin, street ?= ?Hauptstr\. 1, postalCode ?= ?10115, O ?= ?Certdesk Test GmbH, CN ?= ?www\.certdesk-test\.com/);
+      expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root)).toContain(': OK');
+    });
+
+    it('ok/EV needs the vetted registration data; with it the certificate carries jurisdiction and EV policy', async () => {
+      const id = await validated('TrustPoint.EV');
+      await expect(t.services.vetting.approve(id, {})).rejects.toMatchObject({ message: /EV vetting needs BusinessCategory, RegistrationNumber, JurisdictionCountry/ });
+      await t.services.vetting.approve(id, { BusinessCategory: 'Private Organization', RegistrationNumber: 'HRB 12345', JurisdictionCountry: 'DE' });
+      const o = (await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${id}?includeFulfillment=true&includeOrganizationInfos=true` })).json().OrderInfo;
+      expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
+      expect(o.OrganizationInfo).not.toHaveProperty('Vetted');
+      writeFileSync(join(dir, 'ev.pem'), o.Fulfillment.Certificate);
+      const text = spawnSync('openssl', ['x509', '-noout', '-text', '-nameopt', 'oneline', '-in', join(dir, 'ev.pem')], { encoding: 'utf8' }).stdout;
+      expect(text).toContain('jurisdictionC = DE');
+      expect(text).toContain('Policy: 2.23.140.1.1');
+    });
+
+    it('fail/a rejected organization: FAILED REJECTED and refunded; approving twice or a DV order is refused', async () => {
+      const before = await used();
+      const id = await validated('TrustPoint.OV');
+      await t.services.vetting.reject(id, 'registry shows no such company');
+      const o = await info(id);
+      expect(o.OrderStatus).toMatchObject({ MajorStatus: 'FAILED', MinorStatus: 'REJECTED' });
+      expect(o.BillingInfo.Status).toBe('refunded');
+      expect(await used()).toBeCloseTo(before, 2);
+      await expect(t.services.vetting.approve(id, {})).rejects.toMatchObject({ kind: 'invalidOrderState' });
+      await expect(t.services.vetting.reject(999_999, 'x')).rejects.toMatchObject({ kind: 'orderNotFound' });
+    });
+  });
+
   describe('EMAIL validation', () => {
     const linkIn = (text: string) => /https:\/\/certdesk\.example(\/dcv\/approve\/cda_[A-Za-z0-9_-]+)/.exec(text)?.[1];
 

@@ -8,6 +8,7 @@ import { createServices, run, type Roles, type Services } from '../main.js';
 import { addCaCommands } from './ca-commands.js';
 import { addKvCommands } from './kv-commands.js';
 import { addMailCommands } from './mail-commands.js';
+import { addVettingCommands } from './vetting-commands.js';
 import { migrateToLatest, openDatabase } from '../storage/index.js';
 import { databaseUrl } from '../main.js';
 
@@ -131,6 +132,10 @@ export function buildCli(): Command {
     const config = loadConfig();
     const services = await createServices(config);
     return { ca: services.ca, catalog: services.catalog, keyBits: { rsaRootBits: config.caRsaRootBits, rsaIntermediateBits: config.caRsaIntermediateBits }, close: () => services.close() };
+  });
+  addVettingCommands(program, async () => {
+    const services = await createServices(loadConfig());
+    return { vetting: services.vetting, close: () => services.close() };
   });
   addMailCommands(program, async () => {
     const services = await createServices(loadConfig());

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock, CustomerId, JobId, MinorStatus, SignatureHashAlgorithm } from '../core/index.js';
 import { customerId as toCustomerId } from '../core/index.js';
-import { checkCsr, type IssuedCertificate, type Issuer } from '../ca/index.js';
+import { checkCsr, type IssuedCertificate, type Issuer, type OrganizationSubject } from '../ca/index.js';
 import type { AuditRepo, JobsRepo, OrderRow, OrdersRepo } from '../storage/index.js';
 import { checkCaa, checkDnsCname, checkDnsTxt, checkFile, type DcvResolver, type FileCheckOptions } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
@@ -144,6 +144,7 @@ export class OrderFlow {
           csr: checkCsr(order.csr_pem ?? ''), product: { code: product.code, brand: product.brand, type: product.type, validationLevel: product.validationLevel },
           signatureHashAlgorithm: order.signature_hash_algorithm as SignatureHashAlgorithm, dnsNames: names, commonName: order.common_name,
           orderId: order.id, customerId: toCustomerId(order.customer_id), actor: 'system',
+          ...(order.validation_level === 'OV' || order.validation_level === 'EV' ? { organization: vettedSubject(order) } : {}),
         });
       } catch (e) {
         const message = (e as Error).message;
@@ -162,7 +163,7 @@ export class OrderFlow {
   }
 
   /** FAILED with a reason; the charge is refunded (the order never delivered). */
-  private async fail(order: OrderRow, from: MinorStatus, minor: MinorStatus, reason: string): Promise<void> {
+  async fail(order: OrderRow, from: MinorStatus, minor: MinorStatus, reason: string): Promise<void> {
     const now = this.deps.clock.nowSeconds();
     const customer: CustomerId = toCustomerId(order.customer_id);
     await this.deps.transact(async (tx) => {
@@ -172,4 +173,29 @@ export class OrderFlow {
       await tx.audit.append({ at: now, customerId: customer, actor: 'system', clientAddress: null, action: 'order.failed', subject: String(order.id), details: { minor, reason } });
     });
   }
+}
+
+/** Vetted organization data of an OV/EV order: OrganizationInfo as ordered, plus what the operator's vetting added. */
+export interface VettedData {
+  readonly BusinessCategory?: string;
+  readonly RegistrationNumber?: string;
+  readonly JurisdictionCountry?: string;
+  readonly JurisdictionState?: string;
+  readonly JurisdictionLocality?: string;
+}
+
+/** The certificate subject of an OV/EV order (DESIGN §5.7: from vetted organization data). */
+export function vettedSubject(order: Pick<OrderRow, 'organization_json'>): OrganizationSubject {
+  const info = (order.organization_json === null ? {} : JSON.parse(order.organization_json)) as {
+    OrganizationName?: string; OrganizationAddress?: Record<string, string | undefined>; Vetted?: VettedData;
+  };
+  const a = info.OrganizationAddress ?? {};
+  const v = info.Vetted ?? {};
+  const opt = <K extends string>(key: K, value: string | undefined) => (value === undefined || value === '' ? {} : { [key]: value } as Record<K, string>);
+  return {
+    organization: info.OrganizationName ?? '', country: (a.Country ?? '').toUpperCase(),
+    ...opt('state', a.Region), ...opt('locality', a.City), ...opt('street', a.AddressLine1), ...opt('postalCode', a.PostalCode),
+    ...opt('businessCategory', v.BusinessCategory), ...opt('registrationNumber', v.RegistrationNumber),
+    ...opt('jurisdictionCountry', v.JurisdictionCountry?.toUpperCase()), ...opt('jurisdictionState', v.JurisdictionState), ...opt('jurisdictionLocality', v.JurisdictionLocality),
+  };
 }

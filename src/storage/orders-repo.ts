@@ -130,6 +130,15 @@ export class OrdersRepo {
       .execute();
   }
 
+  /** Orders of every customer in one state, oldest first (operator views such as the vetting queue). */
+  async inState(major: MajorStatus, minor: MinorStatus, limit: number): Promise<OrderRow[]> {
+    return this.db.kysely.selectFrom('orders').selectAll().where('major_status', '=', major).where('minor_status', '=', minor).orderBy('order_date').orderBy('id').limit(limit).execute();
+  }
+
+  async setOrganization(id: number, json: string, at: number): Promise<void> {
+    await this.db.kysely.updateTable('orders').set({ organization_json: json, update_date: at }).where('id', '=', id).execute();
+  }
+
   /** Sets the approver and the approval link of an order's pending EMAIL names (one approver for all, or per name). */
   async setApproval(orderId: number, names: readonly string[] | 'all-pending', approver: string | null, tokenHash: string): Promise<number> {
     let q = this.db.kysely.updateTable('order_names')

@@ -196,7 +196,11 @@ export function orderInfo(view: OrderView, inc: Includes): Record<string, unknow
   }
   if (inc.billing) info.BillingInfo = { Currency: order.currency, Price: order.price_minor / 100, Status: order.billing_status };
   if (inc.contacts) info.ContactInfo = JSON.parse(order.contacts_json) as unknown;
-  if (inc.organization && order.organization_json !== null) info.OrganizationInfo = JSON.parse(order.organization_json) as unknown;
+  if (inc.organization && order.organization_json !== null) {
+    // What the operator's vetting recorded stays internal; the customer sees the organization as ordered.
+    const { Vetted: _vetted, ...organization } = JSON.parse(order.organization_json) as Record<string, unknown>;
+    info.OrganizationInfo = organization;
+  }
   if (inc.orderParameters) {
     const params = JSON.parse(order.params_json) as Record<string, unknown>;
     const fqdns = names.map((n) => n.name);

@@ -41,6 +41,7 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     smtp = await startSmtpServer();
     web = createServer((req, res) => {
       const body = files.get(`${String(req.headers.host).split(':')[0]}${req.url ?? ''}`);
+      if (body?.startsWith('REDIRECT ') === true) return void res.writeHead(301, { location: body.slice(9) }).end();
       res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'text/plain' }).end(body ?? 'not found');
     });
     await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
@@ -121,6 +122,47 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
     const chain = t.services.ca.chain('Sectra', 'SHA256-FULL-CHAIN');
     expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, chain.root)).toContain(': OK');
+  });
+
+  it('ok/DV by DNS with the TXT record at _dnsauth.<name> (when a CNAME blocks the name itself)', async () => {
+    const placed = await order({ DVAuthMethod: 'DNS' });
+    dns.set('_dnsauth.certdesk-test.com', [{ type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+    await work();
+    expect((await info(placed.ServiceOrderID)).OrderStatus.MajorStatus).toBe('COMPLETE');
+    dns.clear('_dnsauth.certdesk-test.com');
+  });
+
+  it('ok/a wildcard order by DNS (record at the base name) and a multi-domain order with a SAN host', async () => {
+    const wcCsr = spawnSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'wc.key'), '-subj', '/CN=*.certdesk-test.com'], { encoding: 'utf8' }).stdout;
+    const wc = await order({ ProductCode: 'TrustPoint.DVWildcard', CSR: wcCsr, DVAuthMethod: 'DNS', SignatureHashAlgorithm: 'SHA256-ECC-HYBRID' });
+    expect(wc.OrderParameters.DNSAuthDetails!.FQDNs).toEqual(['certdesk-test.com']);
+    const md = await order({ ProductCode: 'TrustPoint.DVMultiDomain', DVAuthMethod: 'DNS', SubjectAltNames: ['shop.certdesk-test.com'] });
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: wc.OrderParameters.DNSAuthDetails!.DNSValue! }, { type: 'TXT', data: md.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+    dns.set('shop.certdesk-test.com', [{ type: 'TXT', data: md.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+    await work();
+    const w = await info(wc.ServiceOrderID);
+    expect(w.OrderStatus.MajorStatus).toBe('COMPLETE');
+    expect(verify(w.Fulfillment.Certificate, w.Fulfillment.Intermediate, t.services.ca.chain('TrustPoint', 'SHA256-ECC-HYBRID').root)).toContain(': OK');
+    writeFileSync(join(dir, 'md.pem'), (await info(md.ServiceOrderID)).Fulfillment.Certificate);
+    const sans = spawnSync('openssl', ['x509', '-noout', '-ext', 'subjectAltName', '-in', join(dir, 'md.pem')], { encoding: 'utf8' }).stdout;
+    expect(sans).toContain('DNS:www.certdesk-test.com, DNS:shop.certdesk-test.com, DNS:certdesk-test.com');
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
+    dns.clear('shop.certdesk-test.com');
+  });
+
+  it('ok/DV by FILE at the hash-style brand: <MD5>.txt with hash, CA domain and unique value, reached through a redirect', async () => {
+    const placed = await order({ ProductCode: 'Sectra.DV', DVAuthMethod: 'FILE', ServerCount: 1 }, { AdminContact: orgContact, TechContact: orgContact });
+    const f = placed.OrderParameters.FileAuthDetails!;
+    expect(f.FileName).toMatch(/^[0-9A-F]{32}\.txt$/);
+    expect(f.FileContents!.split('\n')).toHaveLength(3);
+    const port = (web.address() as AddressInfo).port;
+    for (const host of ['www.certdesk-test.com', 'certdesk-test.com']) {
+      files.set(`${host}/.well-known/pki-validation/${f.FileName!}`, `REDIRECT http://${host}:${port}/moved/${f.FileName!}`);
+      files.set(`${host}/moved/${f.FileName!}`, f.FileContents!);
+    }
+    await work();
+    expect((await info(placed.ServiceOrderID)).OrderStatus.MajorStatus).toBe('COMPLETE');
+    files.clear();
   });
 
   it('fail/CAA that names another CA: FAILED CAA_FORBIDDEN, refunded, no certificate; CAA naming us permits', async () => {
@@ -360,5 +402,29 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       expect((await t.call(c.token, { method: 'GET', url: '/rest/v1/ApproverList?CommonName=www.certdesk-test.com&ProductCode=TrustPoint.FreeDV' })).statusCode).toBe(417);
       dns.clear('_validation-contactemail.certdesk-test.com');
     });
+  });
+
+  it('fail/FILE to a private address when private fetches are not allowed: the name stays pending with the reason', async () => {
+    const strict = await createTestContext(dialect, {
+      CERTDESK_DNS_SERVERS: dns.address, CERTDESK_VALIDATION_ALLOW_PRIVATE: 'false', CERTDESK_VALIDATION_HTTP_PORT: String((web.address() as AddressInfo).port),
+    });
+    try {
+      const customer = await strict.customer({ name: 'Strict' });
+      const res = await strict.call(customer.token, { method: 'POST', url: '/rest/v1/Order', payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'FILE' }, AdminContact: contact, TechContact: contact } });
+      const placed = res.json();
+      const f = placed.OrderParameters.FileAuthDetails;
+      let requests = 0;
+      web.on('request', () => requests++);
+      for (const host of ['www.certdesk-test.com', 'certdesk-test.com']) files.set(`${host}/.well-known/pki-validation/${f.FileName}`, f.FileContents);
+      const w = createWorker(strict.services, pino({ level: 'silent' }));
+      await w.runOnce();
+      const o = (await strict.call(customer.token, { method: 'GET', url: `/rest/v1/Order/${placed.ServiceOrderID}?includeDCVStatus=true` })).json().OrderInfo;
+      expect(o.OrderStatus.MajorStatus).toBe('PENDING');
+      expect(o.DCVStatus[0].Problem).toMatch(/may not be fetched/);
+      expect(requests).toBe(0);
+      files.clear();
+    } finally {
+      await strict.close();
+    }
   });
 });

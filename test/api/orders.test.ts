@@ -176,6 +176,10 @@ describe.each(testDialects())('orders on $dialect', (dialect) => {
       expect((await get(a.token, '/rest/v1/Order/abc')).statusCode).toBeLessThan(500);
       const bList = (await get(b.token, '/rest/v1/Orders?ItemsPerPage=1000')).json().OrderInfos.map((o: { ServiceOrderID: number }) => o.ServiceOrderID);
       expect(bList).not.toContain(id);
+      const window = 'FromDate=2000-01-01T00:00:00Z&ToDate=2100-01-01T00:00:00Z';
+      const bPolled = (await get(b.token, `/rest/v1/ModifiedOrders?${window}`)).json().OrderInfos.map((o: { ServiceOrderID: number }) => o.ServiceOrderID);
+      expect(bPolled).not.toContain(id);
+      expect((await get(a.token, `/rest/v1/ModifiedOrders?${window}`)).json().OrderInfos.map((o: { ServiceOrderID: number }) => o.ServiceOrderID)).toContain(id);
     });
 
     it('ok/GET /Orders filters by Status, ProductType and CommonName with %, pages, and echoes _meta', async () => {

@@ -17,6 +17,7 @@ import { DcvData } from './ra/dcv-data.js';
 import { EmailApprovals } from './ra/email-approval.js';
 import { Mailer, mailFrom, smtpTransport } from './ra/mail.js';
 import { OrderFlow } from './ra/order-flow.js';
+import { Lifecycle } from './ra/lifecycle.js';
 import { Orders } from './ra/orders.js';
 import { Vetting } from './ra/vetting.js';
 import { Pki } from './ra/pki.js';
@@ -52,6 +53,7 @@ export interface Services {
   readonly emailApprovals: EmailApprovals;
   readonly mailRepo: MailRepo;
   readonly vetting: Vetting;
+  readonly lifecycle: Lifecycle;
   close(): Promise<void>;
 }
 
@@ -138,12 +140,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
 
   const vetting = new Vetting({ orders: new OrdersRepo(db), audit, flow: orderFlow, clock });
+  const lifecycleRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d) });
+  const lifecycle = new Lifecycle({ ...lifecycleRepos(db), catalog, clock, ca, transact: (fn) => inTransaction(db, (tx) => fn(lifecycleRepos(tx))) });
 
   const close = async () => {
     await ca.flush();
     await db.close();
   };
-  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, dcvData, emailApprovals, mailRepo, vetting, close };
+  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, dcvData, emailApprovals, mailRepo, vetting, lifecycle, close };
 }
 
 /** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */
@@ -238,6 +242,7 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       orders: services.orders,
       dcvData: services.dcvData,
       emailApprovals: services.emailApprovals,
+      lifecycle: services.lifecycle,
     },
   );
 }

@@ -68,7 +68,7 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, ...params }, AdminContact: contact, TechContact: contact, ...extra },
     });
     expect(res.statusCode, res.body).toBe(200);
-    return res.json() as { ServiceOrderID: number; OrderParameters: Record<string, { DNSValue?: string; FileContents?: string; FileName?: string; DNSEntry?: string }> };
+    return res.json() as { ServiceOrderID: number; OrderParameters: Record<string, { DNSValue?: string; FileContents?: string; FileName?: string; DNSEntry?: string; FQDNs?: string[] }> };
   };
   const info = async (id: number) => (await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${id}?includeFulfillment=true&includeDCVStatus=true&includeBillingDetails=true` })).json().OrderInfo;
   const used = async () => (await t.call(c.token, { method: 'GET', url: '/rest/v1/Limit' })).json().LimitInfo.Used as number;

@@ -19,7 +19,7 @@ export interface FlowRepos {
 export interface OrderFlowDeps extends FlowRepos {
   readonly catalog: CatalogService;
   readonly clock: Clock;
-  readonly ca: Pick<Issuer, 'issue'>;
+  readonly ca: Pick<Issuer, 'issue' | 'revoke'>;
   readonly resolver: DcvResolver;
   readonly file: Omit<FileCheckOptions, 'resolve'>;
   readonly jobs: Pick<JobsRepo, 'enqueue'>;
@@ -156,10 +156,15 @@ export class OrderFlow {
       cert = { serial: issued.serial, notBefore: issued.notBefore, notAfter: issued.notAfter };
     }
     const serial = cert.serial;
-    await this.deps.transact(async (tx) => {
-      if (!(await tx.orders.transition(order.id, { major: 'PENDING', minor: 'WF_ISSUANCE' }, { major: 'COMPLETE', minor: 'COMPLETED' }, now, { issued_at: now, billing_status: 'cleared' }))) return;
+    const completed = await this.deps.transact(async (tx) => {
+      if (!(await tx.orders.transition(order.id, { major: 'PENDING', minor: 'WF_ISSUANCE' }, { major: 'COMPLETE', minor: 'COMPLETED' }, now, { issued_at: now, billing_status: 'cleared' }))) return false;
       await tx.audit.append({ at: now, customerId: toCustomerId(order.customer_id), actor: 'system', clientAddress: null, action: 'order.issued', subject: String(order.id), details: { serial } });
+      return true;
     });
+    // The order was cancelled while it was being signed: its certificate must not outlive it.
+    if (!completed && (await this.deps.orders.byId(order.id))?.major_status === 'CANCELLED') {
+      await this.deps.ca.revoke(serial, 'cessationOfOperation', { actor: 'system' });
+    }
   }
 
   /** FAILED with a reason; the charge is refunded (the order never delivered). */

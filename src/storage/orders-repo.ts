@@ -168,6 +168,12 @@ export class OrdersRepo {
     await this.db.kysely.updateTable('customers').set({ used_minor: sql`used_minor - ${amount}` }).where('id', '=', customerId).execute();
   }
 
+  /** Every certificate of an order, newest first (the first is the current one). */
+  async certificates(orderId: number): Promise<{ serial: string; revokedAt: number | null; notAfter: number }[]> {
+    const rows = await this.db.kysely.selectFrom('certificates').select(['serial', 'revoked_at', 'not_after']).where('order_id', '=', orderId).orderBy('id', 'desc').execute();
+    return rows.map((r) => ({ serial: r.serial, revokedAt: r.revoked_at, notAfter: r.not_after }));
+  }
+
   /** The newest certificate issued for an order, if any (a restart after signing reuses it). */
   async latestCertificate(orderId: number): Promise<{ serial: string; notBefore: number; notAfter: number } | undefined> {
     const r = await this.db.kysely.selectFrom('certificates').select(['serial', 'not_before', 'not_after']).where('order_id', '=', orderId).orderBy('id', 'desc').executeTakeFirst();

@@ -1,0 +1,44 @@
+import { Type } from 'typebox';
+import type { Lifecycle } from '../../ra/lifecycle.js';
+import { CertdeskError } from '../../core/index.js';
+import type { App } from '../types.js';
+import { principalOf } from '../types.js';
+import { bearer, okBody, responses } from './schemas.js';
+
+const write = { access: { area: 'orders', write: true } } as const;
+const Params = Type.Object({ ServiceOrderID: Type.String({ pattern: '^[0-9]{1,10}$' }) });
+
+/** DELETE /Order/{id} (cancel, spec §4.15) and DELETE /Revoke/{id} (spec §4.17). */
+export function registerLifecycle(app: App, deps: { lifecycle: Lifecycle }): void {
+  app.delete('/Order/:ServiceOrderID', {
+    schema: { tags: ['orders'], summary: 'Cancel an order', security: bearer, params: Params, response: responses(okBody({ Message: Type.String() })) },
+    config: write,
+  }, async (request) => {
+    const { refunded } = await deps.lifecycle.cancel({ principal: principalOf(request), clientAddress: request.ip }, Number(request.params.ServiceOrderID));
+    return { success: true as const, Message: refunded ? 'The order was cancelled and refunded.' : 'The order was cancelled; it is charged (cancelled more than 30 days after issuance).' };
+  });
+
+  // RevokeReason and Certificate come in the JSON body (the spec's examples) or the query (its reference).
+  const RevokeFields = { RevokeReason: Type.Optional(Type.String({ maxLength: 1000 })), Certificate: Type.Optional(Type.String({ maxLength: 65_536 })) };
+  app.delete('/Revoke/:ServiceOrderID', {
+    schema: {
+      tags: ['orders'], summary: 'Revoke a certificate of an order', security: bearer, params: Params,
+      // No body schema: a DELETE often has none, and the members may come in the query instead.
+      querystring: Type.Object(RevokeFields),
+      response: responses(okBody({ Message: Type.String() })),
+    },
+    config: write,
+  }, async (request) => {
+    const raw = typeof request.body === 'object' && request.body !== null ? (request.body as Record<string, unknown>) : {};
+    const member = (name: 'RevokeReason' | 'Certificate') => (typeof raw[name] === 'string' ? (raw[name] as string) : request.query[name]);
+    const reason = member('RevokeReason');
+    const certificate = member('Certificate');
+    const faults = [
+      ...(reason === undefined || reason.trim() === '' ? [{ kind: 'invalidInput' as const, field: 'RevokeReason', message: 'RevokeReason is required.' }] : []),
+      ...(certificate === undefined || certificate.trim() === '' ? [{ kind: 'invalidInput' as const, field: 'Certificate', message: 'Certificate (PEM) is required.' }] : []),
+    ];
+    if (faults.length > 0) throw CertdeskError.ofFaults(faults);
+    const r = await deps.lifecycle.revoke({ principal: principalOf(request), clientAddress: request.ip }, Number(request.params.ServiceOrderID), certificate!, reason!);
+    return { success: true as const, Message: `Certificate ${r.serial} was revoked (${r.reason})${r.refunded ? ' and the order refunded' : ''}.` };
+  });
+}

@@ -1,0 +1,205 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
+import { testDialects } from './support/databases.js';
+import { testCsr } from './support/csr.js';
+import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
+
+const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
+const dir = mkdtempSync(join(tmpdir(), 'lifecycle-'));
+const DAY = 86_400;
+
+describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
+  let t: TestContext;
+  let c: TestCustomer;
+  let dns: TestDnsServer;
+
+  beforeAll(async () => {
+    dns = await startDnsServer();
+    t = await createTestContext(dialect, { CERTDESK_DNS_SERVERS: dns.address, CERTDESK_RATE_LIMIT: '1000000', CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000' });
+    await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
+    c = await t.customer({ name: 'Lifecycle', creditLimit: 100000 });
+    const value = (await t.call(c.token, { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue as string;
+    dns.set('certdesk-test.com', [{ type: 'TXT', data: value }]);
+  }, 120_000);
+  afterAll(async () => {
+    await t.close();
+    await dns.close();
+  });
+
+  /** A fresh token: tests move the clock past the lifetime of earlier ones. */
+  const token = () => t.token(c);
+  const place = async (params: Record<string, unknown> = {}) => {
+    const res = await t.call(await token(), {
+      method: 'POST', url: '/rest/v1/Order',
+      payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'DNS', ...params }, AdminContact: contact, TechContact: contact },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as { ServiceOrderID: number; Fulfillment?: { Certificate: string; Intermediate: string } };
+  };
+  const info = async (id: number) => (await t.call(await token(), { method: 'GET', url: `/rest/v1/Order/${id}?includeBillingDetails=true&includeFulfillment=true` })).json().OrderInfo;
+  const used = async () => (await t.call(await token(), { method: 'GET', url: '/rest/v1/Limit' })).json().LimitInfo.Used as number;
+  const cancel = async (id: number) => t.call(await token(), { method: 'DELETE', url: `/rest/v1/Order/${id}` });
+  const refunds = async (id: number) => (await t.db.kysely.selectFrom('ledger').select('kind').where('order_id', '=', id).where('kind', '=', 'refund').execute()).length;
+  const revokedAt = async (id: number) => (await t.db.kysely.selectFrom('certificates').select('revoked_at').where('order_id', '=', id).execute()).map((r) => r.revoked_at);
+  /** openssl verify -crl_check of a certificate with the CRL as served. */
+  const crlVerify = async (certificate: string, intermediate: string) => {
+    const root = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root;
+    const crl = await t.services.ca.crl('trustpoint-rsa-int-1');
+    writeFileSync(join(dir, 'crl.der'), crl!);
+    spawnSync('openssl', ['crl', '-inform', 'DER', '-in', join(dir, 'crl.der'), '-out', join(dir, 'crl.pem')]);
+    writeFileSync(join(dir, 'leaf.pem'), certificate);
+    writeFileSync(join(dir, 'int.pem'), intermediate);
+    writeFileSync(join(dir, 'root.pem'), root);
+    const r = spawnSync('openssl', ['verify', '-crl_check', '-CRLfile', join(dir, 'crl.pem'), '-CAfile', join(dir, 'root.pem'), '-untrusted', join(dir, 'int.pem'), join(dir, 'leaf.pem')], { encoding: 'utf8' });
+    return `${r.stdout}${r.stderr}`;
+  };
+  const at = async <T>(seconds: number, fn: () => Promise<T>): Promise<T> => {
+    const saved = t.clock.nowSeconds();
+    t.clock.set(saved + seconds);
+    try {
+      return await fn();
+    } finally {
+      t.clock.set(saved);
+    }
+  };
+
+  describe('DELETE /Order/{id} (cancel)', () => {
+    it('ok/a pending order: CANCELLED and refunded', async () => {
+      dns.set('certdesk-test.com', []);
+      const before = await used();
+      const placed = await place();
+      dns.set('certdesk-test.com', [{ type: 'TXT', data: (await t.call(await token(), { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue }]);
+      expect((await info(placed.ServiceOrderID)).OrderStatus.MajorStatus).toBe('PENDING');
+      const res = await cancel(placed.ServiceOrderID);
+      expect(res.json()).toMatchObject({ success: true, Message: expect.stringMatching(/refunded/) });
+      const o = await info(placed.ServiceOrderID);
+      expect(o.OrderStatus).toMatchObject({ MajorStatus: 'CANCELLED', MinorStatus: 'CANCELLED' });
+      expect(o.BillingInfo.Status).toBe('refunded');
+      expect(await used()).toBeCloseTo(before, 2);
+    });
+
+    it('ok/day 29 after issuance: refunded and the certificate revoked (openssl -crl_check says revoked)', async () => {
+      const before = await used();
+      const placed = await place();
+      expect(placed.Fulfillment).toBeDefined();
+      await at(29 * DAY, async () => {
+        expect((await cancel(placed.ServiceOrderID)).json().Message).toMatch(/refunded/);
+        expect((await info(placed.ServiceOrderID)).BillingInfo.Status).toBe('refunded');
+        expect(await used()).toBeCloseTo(before, 2);
+      });
+      expect((await revokedAt(placed.ServiceOrderID)).every((r) => r !== null)).toBe(true);
+      expect(await crlVerify(placed.Fulfillment!.Certificate, placed.Fulfillment!.Intermediate)).toContain('certificate revoked');
+    });
+
+    it('ok/day 31 after issuance: cancelled but charged; the certificate revoked all the same', async () => {
+      const before = await used();
+      const placed = await place();
+      await at(31 * DAY, async () => {
+        expect((await cancel(placed.ServiceOrderID)).json().Message).toMatch(/charged/);
+        const o = await info(placed.ServiceOrderID);
+        expect(o.OrderStatus.MajorStatus).toBe('CANCELLED');
+        expect(o.BillingInfo.Status).toBe('cleared');
+        expect(await used()).toBeCloseTo(before + 49, 2);
+      });
+      expect(await refunds(placed.ServiceOrderID)).toBe(0);
+      expect((await revokedAt(placed.ServiceOrderID)).every((r) => r !== null)).toBe(true);
+    });
+
+    it('fail/cancelling twice, or a failed order, is -2011; another customer\u2019s order is 404; nothing changes', async () => {
+      const placed = await place();
+      await cancel(placed.ServiceOrderID);
+      const again = await cancel(placed.ServiceOrderID);
+      expect(again.statusCode).toBe(409);
+      expect(again.json()).toMatchObject({ success: false, ErrorId: -2011, ErrorField: 'ServiceOrderID' });
+      expect(await refunds(placed.ServiceOrderID)).toBe(1);
+      const other = await t.customer({ name: 'Other' });
+      const mine = await place();
+      expect((await t.call(other.token, { method: 'DELETE', url: `/rest/v1/Order/${mine.ServiceOrderID}` })).statusCode).toBe(404);
+      expect((await info(mine.ServiceOrderID)).OrderStatus.MajorStatus).toBe('COMPLETE');
+      expect((await t.call(await token(), { method: 'DELETE', url: '/rest/v1/Order/abc' })).statusCode).toBeLessThan(500);
+    });
+  });
+
+  describe('DELETE /Revoke/{id}', () => {
+    it('ok/RevokeReason and Certificate in the JSON body: REVOKED, in the CRL at once, refunded within the RefundPeriod', async () => {
+      const before = await used();
+      const placed = await place();
+      const res = await t.call(await token(), { method: 'DELETE', url: `/rest/v1/Revoke/${placed.ServiceOrderID}`, payload: { RevokeReason: 'Key compromise', Certificate: placed.Fulfillment!.Certificate } });
+      expect(res.json()).toMatchObject({ success: true, Message: expect.stringMatching(/keyCompromise.*refunded/) });
+      const o = await info(placed.ServiceOrderID);
+      expect(o.OrderStatus).toMatchObject({ MajorStatus: 'REVOKED', MinorStatus: 'REVOKED' });
+      expect(await used()).toBeCloseTo(before, 2);
+      const crl = await crlVerify(placed.Fulfillment!.Certificate, placed.Fulfillment!.Intermediate);
+      expect(crl).toContain('certificate revoked');
+    });
+
+    it('ok/the same through the query (the spec\u2019s reference form); after the RefundPeriod no refund', async () => {
+      const placed = await place();
+      const product = t.services.catalog.product('TrustPoint.DV');
+      await at((product.refundPeriodDays + 1) * DAY, async () => {
+        const q = `RevokeReason=${encodeURIComponent('no longer needed')}&Certificate=${encodeURIComponent(placed.Fulfillment!.Certificate)}`;
+        const res = await t.call(await token(), { method: 'DELETE', url: `/rest/v1/Revoke/${placed.ServiceOrderID}?${q}` });
+        expect(res.json()).toMatchObject({ success: true, Message: expect.stringMatching(/cessationOfOperation/) });
+        expect(res.json().Message).not.toMatch(/refunded/);
+        expect((await info(placed.ServiceOrderID)).BillingInfo.Status).toBe('cleared');
+      });
+    });
+
+    it('fail/a certificate of another order, no certificate, no reason: refused and nothing revoked', async () => {
+      const a = await place();
+      const b = await place();
+      const res = await t.call(await token(), { method: 'DELETE', url: `/rest/v1/Revoke/${a.ServiceOrderID}`, payload: { RevokeReason: 'superseded', Certificate: b.Fulfillment!.Certificate } });
+      expect(res.statusCode).toBe(417);
+      expect(res.json()).toMatchObject({ ErrorField: 'Certificate' });
+      const missing = await t.call(await token(), { method: 'DELETE', url: `/rest/v1/Revoke/${a.ServiceOrderID}`, payload: {} });
+      expect(missing.json().Errors.map((e: { ErrorField: string }) => e.ErrorField)).toEqual(['RevokeReason', 'Certificate']);
+      expect((await t.call(await token(), { method: 'DELETE', url: `/rest/v1/Revoke/${a.ServiceOrderID}`, payload: { RevokeReason: 'x', Certificate: 'not a pem' } })).json()).toMatchObject({ ErrorField: 'Certificate' });
+      expect([...(await revokedAt(a.ServiceOrderID)), ...(await revokedAt(b.ServiceOrderID))]).toEqual([null, null]);
+      const other = await t.customer({ name: 'Other2' });
+      expect((await t.call(other.token, { method: 'DELETE', url: `/rest/v1/Revoke/${a.ServiceOrderID}`, payload: { RevokeReason: 'x', Certificate: a.Fulfillment!.Certificate } })).statusCode).toBe(404);
+    });
+  });
+
+  describe('concurrency', () => {
+    it('ok/cancel and issuance racing end in one consistent state with one charge or one refund', async () => {
+      for (let round = 0; round < 5; round++) {
+        dns.set('certdesk-test.com', []);
+        const placed = await place();
+        // The order is about to be signed: names shown, waiting for issuance.
+        await t.db.kysely.updateTable('order_names').set({ status: 'VALIDATED' }).where('order_id', '=', placed.ServiceOrderID).execute();
+        await t.db.kysely.updateTable('orders').set({ minor_status: 'WF_ISSUANCE' }).where('id', '=', placed.ServiceOrderID).execute();
+        const order = (await t.services.orders.getOrder((await t.services.oauth.authenticate(await token()))!, placed.ServiceOrderID)).order;
+        const [cancelled, issued] = await Promise.allSettled([cancel(placed.ServiceOrderID), t.services.orderFlow.issue(order)]);
+        expect(issued.status).toBe('fulfilled');
+        const o = await info(placed.ServiceOrderID);
+        const n = await refunds(placed.ServiceOrderID);
+        const certs = await revokedAt(placed.ServiceOrderID);
+        if (o.OrderStatus.MajorStatus === 'CANCELLED') {
+          expect(n).toBe(1);
+          expect(certs.every((r) => r !== null)).toBe(true);
+        } else {
+          expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
+          expect(n).toBe(0);
+          expect(cancelled.status === 'fulfilled' && cancelled.value.statusCode).toBe(409);
+          expect(certs).toEqual([null]);
+        }
+      }
+      dns.set('certdesk-test.com', [{ type: 'TXT', data: (await t.call(await token(), { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue }]);
+    }, 60_000);
+  });
+
+  it('ok/every cancel and revoke bumps UpdateDate, so /ModifiedOrders reports it', async () => {
+    const placed = await place();
+    const fmt = (s: number) => new Date(s * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    await at(5 * DAY, async () => {
+      await cancel(placed.ServiceOrderID);
+      const now = t.clock.nowSeconds();
+      const ids = (await t.call(await token(), { method: 'GET', url: `/rest/v1/ModifiedOrders?FromDate=${fmt(now)}&ToDate=${fmt(now + 1)}` })).json().OrderInfos.map((x: { ServiceOrderID: number }) => x.ServiceOrderID);
+      expect(ids).toEqual([placed.ServiceOrderID]);
+    });
+  });
+});

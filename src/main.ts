@@ -140,8 +140,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
 
   const vetting = new Vetting({ orders: new OrdersRepo(db), audit, flow: orderFlow, clock });
-  const lifecycleRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d) });
-  const lifecycle = new Lifecycle({ ...lifecycleRepos(db), catalog, clock, ca, transact: (fn) => inTransaction(db, (tx) => fn(lifecycleRepos(tx))) });
+  const lifecycleRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d), jobs: new JobsRepo(d) });
+  const lifecycle = new Lifecycle({
+    ...lifecycleRepos(db), catalog, clock, ca, dcvValues, flow: orderFlow, approvals: emailApprovals, blockedNames: config.blockedNames,
+    transact: (fn) => inTransaction(db, (tx) => fn(lifecycleRepos(tx))),
+  });
 
   const close = async () => {
     await ca.flush();

@@ -164,6 +164,83 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
     });
   });
 
+  describe('POST /Reissue', () => {
+    const reissue = async (payload: Record<string, unknown>) => t.call(await token(), { method: 'POST', url: '/rest/v1/Reissue', payload });
+    const serials = async (id: number) => (await t.db.kysely.selectFrom('certificates').select(['serial', 'revoked_at']).where('order_id', '=', id).orderBy('id').execute());
+    const charges = async (id: number) => (await t.db.kysely.selectFrom('ledger').select('kind').where('order_id', '=', id).execute()).length;
+
+    it('fail/a pending order cannot be reissued: 409 -2011 on ServiceOrderID', async () => {
+      dns.set('certdesk-test.com', []);
+      const placed = await place();
+      const res = await reissue({ ServiceOrderID: placed.ServiceOrderID });
+      expect(res.statusCode).toBe(409);
+      expect(res.json()).toMatchObject({ success: false, ErrorId: -2011, ErrorField: 'ServiceOrderID' });
+      dns.set('certdesk-test.com', [{ type: 'TXT', data: (await t.call(await token(), { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue }]);
+      expect((await reissue({ ServiceOrderID: 999999 })).statusCode).toBe(404);
+      const other = await t.customer({ name: 'Other3' });
+      const mine = await place();
+      expect((await t.call(other.token, { method: 'POST', url: '/rest/v1/Reissue', payload: { ServiceOrderID: mine.ServiceOrderID } })).statusCode).toBe(404);
+    });
+
+    it('ok/mass reissue without OrderParameters: the original CSR, names still within the reuse period, a new certificate at no charge; the old one stays valid', async () => {
+      const placed = await place();
+      const before = await used();
+      const res = await reissue({ ServiceOrderID: placed.ServiceOrderID });
+      expect(res.json()).toMatchObject({ success: true });
+      const o = await info(placed.ServiceOrderID);
+      expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
+      const certs = await serials(placed.ServiceOrderID);
+      expect(certs).toHaveLength(2);
+      expect(certs.every((c) => c.revoked_at === null)).toBe(true);
+      writeFileSync(join(dir, 'new.pem'), o.Fulfillment.Certificate);
+      const shown = spawnSync('openssl', ['x509', '-noout', '-serial', '-in', join(dir, 'new.pem')], { encoding: 'utf8' }).stdout.trim();
+      expect(shown).toBe(`serial=${certs[1]!.serial}`);
+      expect(await used()).toBe(before);
+      expect(await charges(placed.ServiceOrderID)).toBe(1);
+    });
+
+    it('ok/past the reuse period: REISSUE waiting for DNS, the old certificate still in Fulfillment; a second reissue replaces the pending one; the proof completes it', async () => {
+      const placed = await place();
+      const oldCert = placed.Fulfillment!.Certificate;
+      const ecCsr = spawnSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'ec.key'), '-subj', '/CN=www.certdesk-test.com', '-addext', 'subjectAltName=DNS:www.certdesk-test.com,DNS:certdesk-test.com'], { encoding: 'utf8' }).stdout;
+      await at(201 * DAY, async () => {
+        expect((await reissue({ ServiceOrderID: placed.ServiceOrderID, OrderParameters: { CSR: ecCsr, DVAuthMethod: 'DNS', SignatureHashAlgorithm: 'SHA256-ECC-HYBRID' } })).json()).toMatchObject({ success: true });
+        let o = await info(placed.ServiceOrderID);
+        expect(o.OrderStatus).toMatchObject({ MajorStatus: 'REISSUE', MinorStatus: 'WF_DNS_AUTH', Progress: 25 });
+        expect(o.Fulfillment.Certificate).toBe(oldCert);
+        // Reissue again while pending: replaced (ReissueEmail switches to EMAIL), still REISSUE, the mail in the outbox.
+        expect((await reissue({ ServiceOrderID: placed.ServiceOrderID, OrderParameters: { CSR: ecCsr, SignatureHashAlgorithm: 'SHA256-ECC-HYBRID' }, ReissueEmail: 'admin@certdesk-test.com' })).json()).toMatchObject({ success: true });
+        o = await info(placed.ServiceOrderID);
+        expect(o.OrderStatus).toMatchObject({ MajorStatus: 'REISSUE', MinorStatus: 'WF_EMAIL_AUTH' });
+        expect((await t.services.mailRepo.list({ limit: 10, orderId: placed.ServiceOrderID }))[0]).toMatchObject({ to: 'admin@certdesk-test.com', kind: 'dcv.approval' });
+        // Back to DNS, and the record published: the worker issues the new certificate.
+        await reissue({ ServiceOrderID: placed.ServiceOrderID, OrderParameters: { CSR: ecCsr, DVAuthMethod: 'DNS', SignatureHashAlgorithm: 'SHA256-ECC-HYBRID' } });
+        const value = (await t.call(await token(), { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: ecCsr, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue as string;
+        dns.set('certdesk-test.com', [{ type: 'TXT', data: value }]);
+        const job = (await t.db.kysely.selectFrom('jobs').select('id').where('unique_key', '=', `order:${placed.ServiceOrderID}`).executeTakeFirstOrThrow()).id;
+        await t.services.orderFlow.validate({ orderId: placed.ServiceOrderID }, { id: job as never });
+        o = await info(placed.ServiceOrderID);
+        expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
+        expect(o.Fulfillment.Certificate).not.toBe(oldCert);
+        writeFileSync(join(dir, 'reissued.pem'), o.Fulfillment.Certificate);
+        expect(spawnSync('openssl', ['x509', '-noout', '-text', '-in', join(dir, 'reissued.pem')], { encoding: 'utf8' }).stdout).toContain('id-ecPublicKey');
+      });
+      dns.set('certdesk-test.com', [{ type: 'TXT', data: (await t.call(await token(), { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue }]);
+      expect(await charges(placed.ServiceOrderID)).toBe(1);
+    });
+
+    it('fail/more SANs than paid for, a chain the brand does not offer, a bad CSR: every fault at once, nothing changes', async () => {
+      const placed = await place();
+      const res = await reissue({ ServiceOrderID: String(placed.ServiceOrderID), OrderParameters: { SubjectAltNames: ['shop.certdesk-test.com'], SignatureHashAlgorithm: 'SHA256-ECC-FULL', DVAuthMethod: 'CARRIER-PIGEON' } });
+      expect(res.statusCode).toBe(417);
+      expect(res.json().Errors.map((e: { ErrorField: string }) => e.ErrorField)).toEqual(expect.arrayContaining(['SubjectAltNames', 'SignatureHashAlgorithm', 'DVAuthMethod']));
+      const badCsr = await reissue({ ServiceOrderID: placed.ServiceOrderID, OrderParameters: { CSR: 'garbage' } });
+      expect(badCsr.json()).toMatchObject({ success: false, ErrorField: 'CSR' });
+      expect((await info(placed.ServiceOrderID)).OrderStatus.MajorStatus).toBe('COMPLETE');
+      expect(await serials(placed.ServiceOrderID)).toHaveLength(1);
+    });
+  });
+
   describe('concurrency', () => {
     it('ok/cancel and issuance racing end in one consistent state with one charge or one refund', async () => {
       for (let round = 0; round < 5; round++) {

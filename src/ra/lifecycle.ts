@@ -1,9 +1,16 @@
 import { X509Certificate } from 'node:crypto';
-import { CertdeskError, customerId as toCustomerId, type Clock, type MajorStatus, type MinorStatus } from '../core/index.js';
-import type { Issuer } from '../ca/index.js';
-import type { AuditRepo, OrderRow, OrdersRepo } from '../storage/index.js';
+import {
+  CertdeskError, ORDER_DCV_METHODS, customerId as toCustomerId, dcvReuseSeconds, waitingFor,
+  type Clock, type FieldFault, type MajorStatus, type MinorStatus, type OrderDcvMethod, type SignatureHashAlgorithm,
+} from '../core/index.js';
+import { checkCsr, type Issuer } from '../ca/index.js';
+import type { AuditRepo, DcvValuesRepo, JobsRepo, NewOrderName, OrderRow, OrdersRepo } from '../storage/index.js';
+import { DEFAULT_BLOCKED_NAMES, parseCsr, type CsrInfo } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
-import type { Actor } from './orders.js';
+import { dcvExpectations } from './dcv-details.js';
+import type { EmailApprovals } from './email-approval.js';
+import type { OrderFlow } from './order-flow.js';
+import { constructedApprovers, orderNames, type Actor } from './orders.js';
 
 const DAY = 86_400;
 /** Spec §8: cancelling is free before issuance and up to 30 days after it; later it is charged. */
@@ -12,6 +19,13 @@ export const CANCEL_REFUND_DAYS = 30;
 export interface LifecycleRepos {
   readonly orders: OrdersRepo;
   readonly audit: Pick<AuditRepo, 'append'>;
+  readonly jobs: Pick<JobsRepo, 'rescheduleInTransaction'>;
+}
+
+/** POST /Reissue's body (spec §4.16); members are checked here. */
+export interface ReissueInput {
+  readonly OrderParameters?: Record<string, unknown>;
+  readonly ReissueEmail?: unknown;
 }
 
 /**
@@ -48,8 +62,108 @@ export class Lifecycle {
     catalog: CatalogService;
     clock: Clock;
     ca: Pick<Issuer, 'revoke'>;
+    dcvValues: Pick<DcvValuesRepo, 'getOrCreate'>;
+    flow: Pick<OrderFlow, 'advance'>;
+    approvals: Pick<EmailApprovals, 'sendForNewOrder'>;
+    blockedNames: readonly string[];
     transact: <T>(fn: (repos: LifecycleRepos) => Promise<T>) => Promise<T>;
   }) {}
+
+  /**
+   * POST /Reissue (spec §4.16): COMPLETE and REISSUE orders only (else -2011 on ServiceOrderID).
+   * A new CSR, or the original for mass replacement; names within the product's SAN rules and
+   * what was paid for; validation by DVAuthMethod, or EMAIL when ReissueEmail is given. Names
+   * validated within the reuse period of the Baseline Requirements are not validated again. The
+   * order goes to REISSUE and keeps its certificate until the new one is issued; a reissue that
+   * is still pending is replaced. Never charged.
+   */
+  async reissue(actor: Actor, orderId: number, input: ReissueInput): Promise<void> {
+    const order = await this.owned(actor, orderId);
+    const major = order.major_status as MajorStatus;
+    if (major !== 'COMPLETE' && major !== 'REISSUE') {
+      throw new CertdeskError('invalidOrderState', `Order ${orderId} is ${major}: only issued orders (COMPLETE or REISSUE) can be reissued.`, { field: 'ServiceOrderID' });
+    }
+    const p = input.OrderParameters ?? {};
+    const faults: FieldFault[] = [];
+    const bad = (field: string, message: string, kind: FieldFault['kind'] = 'invalidInput') => faults.push({ kind, field, message });
+    const product = this.deps.catalog.product(order.product_code);
+    const brand = this.deps.catalog.brand(product.brand);
+    const previousParams = JSON.parse(order.params_json) as Record<string, unknown>;
+
+    // The CSR: a new one, or the original (mass replacement).
+    const csrPem = typeof p.CSR === 'string' && p.CSR.trim() !== '' ? p.CSR : order.csr_pem ?? '';
+    let csr: CsrInfo | undefined;
+    try {
+      csr = parseCsr(csrPem);
+      checkCsr(csr.der);
+    } catch (e) {
+      if (!(e instanceof CertdeskError)) throw e;
+      bad('CSR', e.message, e.kind);
+    }
+    const oldSans = JSON.parse(order.san_names) as string[];
+    const { names, sanHosts } = orderNames(product, csr, p.SubjectAltNames ?? p.SubjectAltName ?? oldSans, [...DEFAULT_BLOCKED_NAMES, ...this.deps.blockedNames], bad);
+    // What was paid for: no more SAN hosts, no more wildcards.
+    const paidSans = Number(previousParams.SubjectAltNameCount ?? 0);
+    const paidWildcards = (previousParams.SubjectAltNames as string[] | undefined ?? []).filter((n) => n.startsWith('*.')).length;
+    if (sanHosts.length > paidSans) bad('SubjectAltNames', `The order paid for ${paidSans} SAN host(s); the reissue asks for ${sanHosts.length}.`);
+    if (sanHosts.filter((n) => n.startsWith('*.')).length > paidWildcards) bad('SubjectAltNames', `The order paid for ${paidWildcards} wildcard SAN(s).`);
+
+    const sha = typeof p.SignatureHashAlgorithm === 'string' && p.SignatureHashAlgorithm !== '' ? p.SignatureHashAlgorithm : order.signature_hash_algorithm;
+    if (!brand.signatureHashAlgorithms.includes(sha as SignatureHashAlgorithm)) bad('SignatureHashAlgorithm', `${sha} is not offered by ${brand.name}.`);
+    else if ((sha === 'SHA256-ECC-HYBRID' || sha === 'SHA256-ECC-FULL') && csr !== undefined && csr.keyAlgorithm !== 'ECC') bad('SignatureHashAlgorithm', `${sha} is for ECC keys; the CSR holds an ${csr.keyAlgorithm} key.`);
+
+    // Validation method: DVAuthMethod, or EMAIL to ReissueEmail (else the administrative contact).
+    const reissueEmail = typeof input.ReissueEmail === 'string' && input.ReissueEmail.trim() !== '' ? input.ReissueEmail.trim().toLowerCase() : undefined;
+    const requested = typeof p.DVAuthMethod === 'string' && p.DVAuthMethod !== '' ? p.DVAuthMethod.toUpperCase() : undefined;
+    const method = (reissueEmail !== undefined ? 'EMAIL' : requested ?? order.dv_auth_method ?? 'EMAIL') as OrderDcvMethod;
+    if (!(ORDER_DCV_METHODS as readonly string[]).includes(method) || !product.dvAuthMethods.includes(method)) bad('DVAuthMethod', `${product.code} does not offer ${method} validation.`);
+    if (method === 'FILE' && names.some((n) => n.startsWith('*.'))) bad('DVAuthMethod', 'FILE validation cannot show control of a wildcard name.');
+    const approvers = new Map<string, string>();
+    if (method === 'EMAIL') {
+      const contacts = JSON.parse(order.contacts_json) as { AdminContact?: { Email?: string } };
+      const fallback = reissueEmail ?? (typeof contacts.AdminContact?.Email === 'string' ? contacts.AdminContact.Email.toLowerCase() : undefined);
+      const given = Array.isArray(p.DomainApprovers) ? (p.DomainApprovers as { Domain?: string; Approvers?: unknown[] }[]) : [];
+      for (const n of names) {
+        const item = given.find((d) => typeof d.Domain === 'string' && d.Domain.toLowerCase() === n);
+        const email = (typeof item?.Approvers?.[0] === 'string' ? (item.Approvers[0] as string).toLowerCase() : undefined) ?? fallback;
+        if (email === undefined || !constructedApprovers(n).includes(email)) bad(reissueEmail !== undefined ? 'ReissueEmail' : 'DomainApprovers', `${email ?? 'no address'} is not an approver of ${n} (see GET /ApproverList).`);
+        else approvers.set(n, email);
+      }
+    }
+    if (faults.length > 0) throw CertdeskError.ofFaults(faults);
+
+    // Names shown recently enough count again (BR §4.2.1); the rest are validated anew.
+    const now = this.deps.clock.nowSeconds();
+    const reuse = dcvReuseSeconds(now);
+    const previous = await this.deps.orders.names([order.id]);
+    const newNames: NewOrderName[] = names.map((name) => {
+      const old = previous.find((n) => n.name === name && n.status === 'VALIDATED' && n.validated_at !== null && now - n.validated_at <= reuse);
+      return old === undefined
+        ? { name, method, status: 'PENDING', approver_email: approvers.get(name) ?? null }
+        : { name, method: old.method, status: 'VALIDATED', approver_email: old.approver_email, validated_at: old.validated_at, last_checked_at: old.last_checked_at };
+    });
+    const allShown = newNames.every((n) => n.status === 'VALIDATED');
+    const dcv = await dcvExpectations(this.deps, actor.principal.customerId, brand, csr!, names);
+    const base = await this.deps.orders.latestCertificate(order.id);
+    const params = { ...previousParams, SubjectAltNames: sanHosts, DVAuthMethod: method, SignatureHashAlgorithm: sha };
+    const started = await this.deps.transact(async (tx) => {
+      const ok = await tx.orders.startReissue(order.id, major, {
+        minor_status: allShown ? 'WF_ISSUANCE' : waitingFor(method), csr_pem: csrPem, csr_sha256: csr!.hashSha256, common_name: names[0]!,
+        san_names: JSON.stringify(names.slice(1)), signature_hash_algorithm: sha, dv_auth_method: method, dcv_value: dcv.value,
+        params_json: JSON.stringify(params), reissued_at: now, reissue_base_cert: base?.id ?? null, update_date: now,
+      }, newNames);
+      if (!ok) return false;
+      await tx.jobs.rescheduleInTransaction({ name: 'order.validate', payload: { orderId: order.id }, uniqueKey: `order:${order.id}`, runAt: now }, now);
+      await tx.audit.append({
+        at: now, customerId: actor.principal.customerId, actor: actorName(actor), clientAddress: actor.clientAddress, action: 'order.reissue', subject: String(order.id),
+        details: { names, method, newCsr: csrPem !== order.csr_pem, reused: newNames.filter((n) => n.status === 'VALIDATED').map((n) => n.name), replacedPending: major === 'REISSUE' },
+      });
+      return true;
+    });
+    if (!started) throw new CertdeskError('conflict', `Order ${orderId} changed while the reissue was being started: read it again.`, { field: 'ServiceOrderID' });
+    if (method === 'EMAIL' && !allShown) await this.deps.approvals.sendForNewOrder(order.id);
+    if (allShown) await this.deps.flow.advance((await this.deps.orders.byId(order.id))!);
+  }
 
   /**
    * DELETE /Order/{id}: pending or reissue-pending → CANCELLED and refunded; issued up to 30 days

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Clock, CustomerId, JobId, MinorStatus, SignatureHashAlgorithm } from '../core/index.js';
+import type { Clock, CustomerId, JobId, MajorStatus, MinorStatus, SignatureHashAlgorithm } from '../core/index.js';
 import { customerId as toCustomerId } from '../core/index.js';
 import { checkCsr, type IssuedCertificate, type Issuer, type OrganizationSubject } from '../ca/index.js';
 import type { AuditRepo, JobsRepo, OrderRow, OrdersRepo } from '../storage/index.js';
@@ -47,7 +47,7 @@ export class OrderFlow {
   /** Job `order.validate`. */
   async validate(payload: { readonly orderId: number }, ctx: { readonly id: JobId }): Promise<void> {
     const order = await this.deps.orders.byId(payload.orderId);
-    if (order === undefined || order.major_status !== 'PENDING') return;
+    if (order === undefined || (order.major_status !== 'PENDING' && order.major_status !== 'REISSUE')) return;
     const now = this.deps.clock.nowSeconds();
     const minor = order.minor_status as MinorStatus;
     if (minor === 'WF_DNS_AUTH' || minor === 'WF_FILE_AUTH' || minor === 'WF_EMAIL_AUTH') {
@@ -63,8 +63,9 @@ export class OrderFlow {
       }
       const pending = (await this.deps.orders.names([order.id])).filter((n) => n.status !== 'VALIDATED');
       if (pending.length > 0) {
-        if (now - order.order_date >= DCV_DEADLINE) return this.fail(order, minor, 'DCV_EXPIRED', `not validated within 30 days: ${pending.map((n) => n.name).join(', ')}`);
-        await this.deps.jobs.enqueue({ name: 'order.validate', payload, uniqueKey: `order:${order.id}`, runAt: now + nextCheckDelay(now - order.order_date), takeKeyFrom: ctx.id }, now);
+        const since = order.reissued_at ?? order.order_date;
+        if (now - since >= DCV_DEADLINE) return this.fail(order, minor, 'DCV_EXPIRED', `not validated within 30 days: ${pending.map((n) => n.name).join(', ')}`);
+        await this.deps.jobs.enqueue({ name: 'order.validate', payload, uniqueKey: `order:${order.id}`, runAt: now + nextCheckDelay(now - since), takeKeyFrom: ctx.id }, now);
         return;
       }
       return this.advance(order);
@@ -78,10 +79,12 @@ export class OrderFlow {
    */
   async advance(order: OrderRow): Promise<void> {
     const minor = order.minor_status as MinorStatus;
+    const major = order.major_status as MajorStatus;
     const names = await this.deps.orders.names([order.id]);
-    if (order.major_status !== 'PENDING' || names.some((n) => n.status !== 'VALIDATED')) return;
-    const next: MinorStatus = order.validation_level === 'OV' || order.validation_level === 'EV' ? 'WF_ORG_VALIDATION' : 'WF_ISSUANCE';
-    if (!(await this.deps.orders.transition(order.id, { major: 'PENDING', minor }, { major: 'PENDING', minor: next }, this.deps.clock.nowSeconds()))) return;
+    if ((major !== 'PENDING' && major !== 'REISSUE') || names.some((n) => n.status !== 'VALIDATED')) return;
+    // A reissue keeps the organization vetted for the order: only a new order waits for vetting.
+    const next: MinorStatus = major === 'PENDING' && (order.validation_level === 'OV' || order.validation_level === 'EV') ? 'WF_ORG_VALIDATION' : 'WF_ISSUANCE';
+    if (!(await this.deps.orders.transition(order.id, { major, minor }, { major, minor: next }, this.deps.clock.nowSeconds()))) return;
     if (next === 'WF_ISSUANCE') await this.issue({ ...order, minor_status: next });
   }
 
@@ -131,7 +134,9 @@ export class OrderFlow {
   async issue(order: OrderRow, options: { caaChecked?: boolean } = {}): Promise<void> {
     const now = this.deps.clock.nowSeconds();
     const names = (await this.deps.orders.names([order.id])).map((n) => n.name);
-    let cert: { serial: string; notBefore: number; notAfter: number } | undefined = await this.deps.orders.latestCertificate(order.id);
+    const major = order.major_status as MajorStatus;
+    // A certificate signed in this round (a run after a crash finds it); a reissue looks past the old ones.
+    let cert: { serial: string; notBefore: number; notAfter: number } | undefined = await this.deps.orders.latestCertificate(order.id, major === 'REISSUE' ? order.reissue_base_cert : null);
     if (cert === undefined) {
       const caa = options.caaChecked === true ? undefined : await this.caaProblem(order.ca_brand, names);
       // A lookup that could not be answered is retried by the worker; a record that forbids fails the order.
@@ -157,8 +162,10 @@ export class OrderFlow {
     }
     const serial = cert.serial;
     const completed = await this.deps.transact(async (tx) => {
-      if (!(await tx.orders.transition(order.id, { major: 'PENDING', minor: 'WF_ISSUANCE' }, { major: 'COMPLETE', minor: 'COMPLETED' }, now, { issued_at: now, billing_status: 'cleared' }))) return false;
-      await tx.audit.append({ at: now, customerId: toCustomerId(order.customer_id), actor: 'system', clientAddress: null, action: 'order.issued', subject: String(order.id), details: { serial } });
+      // issued_at stays the first issuance's: the cancel and refund windows count from it.
+      const extra = major === 'PENDING' ? { issued_at: now, billing_status: 'cleared' } : {};
+      if (!(await tx.orders.transition(order.id, { major, minor: 'WF_ISSUANCE' }, { major: 'COMPLETE', minor: 'COMPLETED' }, now, extra))) return false;
+      await tx.audit.append({ at: now, customerId: toCustomerId(order.customer_id), actor: 'system', clientAddress: null, action: major === 'PENDING' ? 'order.issued' : 'order.reissued', subject: String(order.id), details: { serial } });
       return true;
     });
     // The order was cancelled while it was being signed: its certificate must not outlive it.
@@ -171,6 +178,14 @@ export class OrderFlow {
   async fail(order: OrderRow, from: MinorStatus, minor: MinorStatus, reason: string): Promise<void> {
     const now = this.deps.clock.nowSeconds();
     const customer: CustomerId = toCustomerId(order.customer_id);
+    if (order.major_status === 'REISSUE') {
+      // A reissue that cannot complete leaves the order with its current certificate, as it was.
+      await this.deps.transact(async (tx) => {
+        if (!(await tx.orders.transition(order.id, { major: 'REISSUE', minor: from }, { major: 'COMPLETE', minor: 'COMPLETED' }, now, { failure_reason: `reissue abandoned (${minor}): ${reason}` }))) return;
+        await tx.audit.append({ at: now, customerId: customer, actor: 'system', clientAddress: null, action: 'order.reissue-failed', subject: String(order.id), details: { minor, reason } });
+      });
+      return;
+    }
     await this.deps.transact(async (tx) => {
       if (!(await tx.orders.transition(order.id, { major: 'PENDING', minor: from }, { major: 'FAILED', minor }, now, { failure_reason: reason, billing_status: 'refunded' }))) return;
       await tx.orders.insertLedger(customer, order.id, 'refund', order.price_minor, now);

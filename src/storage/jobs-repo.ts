@@ -84,6 +84,15 @@ export class JobsRepo {
     }).onConflict((oc) => oc.column('unique_key').doNothing()).execute();
   }
 
+  /**
+   * Makes the queued job holding `uniqueKey` due at `runAt`, or queues one (in the caller's
+   * transaction). A running job keeps its key; it queues its own successor when it ends.
+   */
+  async rescheduleInTransaction<N extends JobName>(job: Omit<NewJob<N>, 'takeKeyFrom'> & { uniqueKey: string }, now: number): Promise<void> {
+    const r = await this.db.kysely.updateTable('jobs').set({ run_at: job.runAt, updated_at: now }).where('unique_key', '=', job.uniqueKey).where('status', '=', 'queued').executeTakeFirst();
+    if (r.numUpdatedRows === 0n) await this.enqueueInTransaction(job, now);
+  }
+
   async enqueue<N extends JobName>(job: NewJob<N>, now: number): Promise<EnqueueResult> {
     const values = {
       name: job.name, payload: JSON.stringify(job.payload), unique_key: job.uniqueKey ?? null, status: 'queued',

@@ -175,9 +175,20 @@ export class OrdersRepo {
   }
 
   /** The newest certificate issued for an order, if any (a restart after signing reuses it). */
-  async latestCertificate(orderId: number): Promise<{ serial: string; notBefore: number; notAfter: number } | undefined> {
-    const r = await this.db.kysely.selectFrom('certificates').select(['serial', 'not_before', 'not_after']).where('order_id', '=', orderId).orderBy('id', 'desc').executeTakeFirst();
-    return r === undefined ? undefined : { serial: r.serial, notBefore: r.not_before, notAfter: r.not_after };
+  async latestCertificate(orderId: number, after: number | null = null): Promise<{ id: number; serial: string; notBefore: number; notAfter: number } | undefined> {
+    let q = this.db.kysely.selectFrom('certificates').select(['id', 'serial', 'not_before', 'not_after']).where('order_id', '=', orderId);
+    if (after !== null) q = q.where('id', '>', after);
+    const r = await q.orderBy('id', 'desc').executeTakeFirst();
+    return r === undefined ? undefined : { id: r.id, serial: r.serial, notBefore: r.not_before, notAfter: r.not_after };
+  }
+
+  /** Starts a reissue round: the order's request and state replaced, its names replaced (one transaction, the RA's). */
+  async startReissue(id: number, from: MajorStatus, set: Pick<OrderRow, 'minor_status' | 'csr_pem' | 'csr_sha256' | 'common_name' | 'san_names' | 'signature_hash_algorithm' | 'dv_auth_method' | 'dcv_value' | 'params_json' | 'reissued_at' | 'reissue_base_cert' | 'update_date'>, names: readonly NewOrderName[]): Promise<boolean> {
+    const r = await this.db.kysely.updateTable('orders').set({ ...set, major_status: 'REISSUE', failure_reason: null }).where('id', '=', id).where('major_status', '=', from).executeTakeFirst();
+    if (r.numUpdatedRows === 0n) return false;
+    await this.db.kysely.deleteFrom('order_names').where('order_id', '=', id).execute();
+    await this.insertNames(id, names);
+    return true;
   }
 
   /** Moves an order from one state to another if it is still in `from`; false when it was not. */

@@ -101,8 +101,12 @@ export interface OrdersTable {
   issued_at: number | null;
   term_end: number | null;
   failure_reason: string | null;
-  /** The DCV value the order was placed with (0004). */
+  /** The DCV value the order was placed with (0004), or of its current reissue. */
   dcv_value: string | null;
+  /** When the current reissue round started (0008); null before any reissue. */
+  reissued_at: number | null;
+  /** certificates.id of the newest certificate when that round started (0008). */
+  reissue_base_cert: number | null;
 }
 
 export interface OrderNamesTable {

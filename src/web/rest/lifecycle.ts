@@ -18,6 +18,20 @@ export function registerLifecycle(app: App, deps: { lifecycle: Lifecycle }): voi
     return { success: true as const, Message: refunded ? 'The order was cancelled and refunded.' : 'The order was cancelled; it is charged (cancelled more than 30 days after issuance).' };
   });
 
+  app.post('/Reissue', {
+    schema: {
+      tags: ['orders'], summary: 'Reissue the certificate of an order', security: bearer,
+      body: Type.Object({ ServiceOrderID: Type.Union([Type.Integer({ minimum: 1, maximum: 2_147_483_647 }), Type.String({ pattern: '^[0-9]{1,10}$' })]) }, { additionalProperties: true }),
+      response: responses(okBody({ Message: Type.String() })),
+    },
+    config: write,
+  }, async (request) => {
+    const body = request.body as { ServiceOrderID: number | string; OrderParameters?: unknown; ReissueEmail?: unknown };
+    const params = typeof body.OrderParameters === 'object' && body.OrderParameters !== null && !Array.isArray(body.OrderParameters) ? (body.OrderParameters as Record<string, unknown>) : undefined;
+    await deps.lifecycle.reissue({ principal: principalOf(request), clientAddress: request.ip }, Number(body.ServiceOrderID), { ...(params === undefined ? {} : { OrderParameters: params }), ReissueEmail: body.ReissueEmail });
+    return { success: true as const, Message: 'The reissue was started; the current certificate stays valid until the new one is issued.' };
+  });
+
   // RevokeReason and Certificate come in the JSON body (the spec's examples) or the query (its reference).
   const RevokeFields = { RevokeReason: Type.Optional(Type.String({ maxLength: 1000 })), Certificate: Type.Optional(Type.String({ maxLength: 65_536 })) };
   app.delete('/Revoke/:ServiceOrderID', {

@@ -51,7 +51,7 @@ describe('certdesk ca …', () => {
 
   it('ok/ca distrust marks an issuer and ca list shows it', async () => {
     const out = JSON.parse(await cli(['ca', 'distrust', '--issuer', 'sectra-rsa-int-1', '--phase1', '2027-01-01', '--phase2', '2027-06-01', '--json']));
-    expect(out).toEqual({ ID: 'sectra-rsa-int-1', Phase1: '2027-01-01T00:00:00Z', Phase2: '2027-06-01T00:00:00Z' });
+    expect(out).toEqual({ ID: 'sectra-rsa-int-1', Phase1: '2027-01-01T00:00:00Z', Phase2: '2027-06-01T00:00:00Z', Replacement: ['sectra-rsa-int-2'] });
     const list = JSON.parse(await cli(['ca', 'list', '--json'])) as { CACertificates: { ID: string; Distrust: unknown }[] };
     expect(list.CACertificates.find((c) => c.ID === 'sectra-rsa-int-1')?.Distrust).toEqual({ Phase1: '2027-01-01T00:00:00Z', Phase2: '2027-06-01T00:00:00Z' });
   });

@@ -279,4 +279,38 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
       expect(ids).toEqual([placed.ServiceOrderID]);
     });
   });
+
+  describe('CA distrust (last: it changes the hierarchy)', () => {
+    it('ok/orders on a distrusted issuer show scheduledForReplacement and match filterScheduledToReplace; a reissue moves them to a trusted issuer', async () => {
+      const onRsa = await place();
+      const ecCsr = spawnSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'd.key'), '-subj', '/CN=www.certdesk-test.com', '-addext', 'subjectAltName=DNS:www.certdesk-test.com,DNS:certdesk-test.com'], { encoding: 'utf8' }).stdout;
+      const value = (await t.call(await token(), { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: ecCsr, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue as string;
+      dns.set('certdesk-test.com', [{ type: 'TXT', data: value }]);
+      const onEcc = await place({ CSR: ecCsr, SignatureHashAlgorithm: 'SHA256-ECC-HYBRID' });
+      const phase1 = Date.parse('2027-01-15T00:00:00Z') / 1000;
+      const phase2 = Date.parse('2027-04-15T00:00:00Z') / 1000;
+      await t.services.ca.distrust('trustpoint-rsa-int-1', phase1, phase2);
+      expect(await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 })).toEqual(['trustpoint-rsa-int-2']);
+
+      const o = await info(onRsa.ServiceOrderID);
+      expect(o.scheduledForReplacement).toEqual({ eventCaDistrust: { Phase1: '2027-01-15T00:00:00Z', Phase2: '2027-04-15T00:00:00Z' } });
+      expect(await info(onEcc.ServiceOrderID)).not.toHaveProperty('scheduledForReplacement');
+      const listed = (await t.call(await token(), { method: 'GET', url: '/rest/v1/Orders?filterScheduledToReplace=true&ItemsPerPage=1000' })).json().OrderInfos.map((x: { ServiceOrderID: number }) => x.ServiceOrderID);
+      expect(listed).toContain(onRsa.ServiceOrderID);
+      expect(listed).not.toContain(onEcc.ServiceOrderID);
+
+      dns.set('certdesk-test.com', [{ type: 'TXT', data: (await t.call(await token(), { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue }]);
+      expect((await t.call(await token(), { method: 'POST', url: '/rest/v1/Reissue', payload: { ServiceOrderID: onRsa.ServiceOrderID } })).json()).toMatchObject({ success: true });
+      const moved = await info(onRsa.ServiceOrderID);
+      expect(moved.OrderStatus.MajorStatus).toBe('COMPLETE');
+      expect(moved).not.toHaveProperty('scheduledForReplacement');
+      expect(moved.Fulfillment.Intermediate).toContain(t.services.ca.list().find((x) => x.id === 'trustpoint-rsa-int-2')!.pem.trim().split('\n')[1]);
+      writeFileSync(join(dir, 'moved.pem'), moved.Fulfillment.Certificate);
+      writeFileSync(join(dir, 'moved-int.pem'), moved.Fulfillment.Intermediate);
+      writeFileSync(join(dir, 'moved-root.pem'), t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root);
+      expect(spawnSync('openssl', ['verify', '-CAfile', join(dir, 'moved-root.pem'), '-untrusted', join(dir, 'moved-int.pem'), join(dir, 'moved.pem')], { encoding: 'utf8' }).stdout).toContain(': OK');
+      const after = (await t.call(await token(), { method: 'GET', url: '/rest/v1/Orders?filterScheduledToReplace=true&ItemsPerPage=1000' })).json().OrderInfos.map((x: { ServiceOrderID: number }) => x.ServiceOrderID);
+      expect(after).not.toContain(onRsa.ServiceOrderID);
+    });
+  });
 });

@@ -155,9 +155,14 @@ export class BuiltinCa implements Issuer {
     const now = this.o.clock.nowSeconds();
     for (const brand of this.o.brands) {
       for (const spec of hierarchySpecs(brand, options)) {
-        if (this.findCert(brand.issuer, spec.role) !== undefined) continue;
-        const id = `${brand.issuer}-${spec.role}-1`;
-        const keyId = `${brand.issuer}-${spec.keyRole}-1`;
+        // A role needs a (new generation of its) certificate when it has none that is trusted.
+        const existing = [...this.certs.values()].filter((c) => c.row.id.startsWith(`${brand.issuer}-`) && c.row.role === spec.role);
+        if (existing.some((c) => c.row.distrust_phase1 === null)) continue;
+        const generation = existing.reduce((max, c) => Math.max(max, c.row.generation), 0) + 1;
+        const id = `${brand.issuer}-${spec.role}-${generation}`;
+        // The cross-signed and legacy intermediates carry their twin's (current) key.
+        const twin = spec.keyRole === spec.role ? undefined : this.findCert(brand.issuer, spec.keyRole);
+        const keyId = twin?.key.id ?? `${brand.issuer}-${spec.keyRole}-${generation}`;
         let key = this.keys.get(keyId);
         if (key === undefined) {
           options.log?.(`generating ${describe(spec.algorithm)} key ${keyId}`);
@@ -185,7 +190,7 @@ export class BuiltinCa implements Issuer {
         });
         const der = signed(tbs, signerKey.signer(spec.hash));
         const row: CaCertificateRow = {
-          id, brand: brand.id, role: spec.role, generation: 1, key_id: keyId, parent_id: parent?.row.id ?? null, der: Buffer.from(der).toString('base64'),
+          id, brand: brand.id, role: spec.role, generation, key_id: keyId, parent_id: parent?.row.id ?? null, der: Buffer.from(der).toString('base64'),
           serial: serialHex(serial), not_before: notBefore, not_after: notAfter, distrust_phase1: null, distrust_phase2: null, created_at: now,
         };
         await this.o.repo.insertCaCertificate(row);
@@ -504,6 +509,13 @@ export class BuiltinCa implements Issuer {
     if (!(await this.o.repo.setDistrust(id, phase1, phase2))) throw new CertdeskError('notFound', `no CA certificate ${id}`);
     await this.o.audit.appendMany([{ at: this.o.clock.nowSeconds(), customerId: null, actor: 'operator', clientAddress: null, action: 'ca.distrust', subject: id, details: { phase1, phase2 } }]);
     await this.load();
+  }
+
+  /** CA certificate ids marked distrusted, with their phase dates. */
+  distrustMarks(): Map<string, { phase1: number | null; phase2: number | null }> {
+    const marks = new Map<string, { phase1: number | null; phase2: number | null }>();
+    for (const c of this.certs.values()) if (c.row.distrust_phase1 !== null || c.row.distrust_phase2 !== null) marks.set(c.row.id, { phase1: c.row.distrust_phase1, phase2: c.row.distrust_phase2 });
+    return marks;
   }
 
   /** Waits for pending audit and certificate writes (shutdown). */

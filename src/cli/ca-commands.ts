@@ -127,8 +127,12 @@ export function addCaCommands(program: Command, open: OpenCa): void {
       const p1 = parseDate(o.phase1, '--phase1');
       const p2 = parseDate(o.phase2, '--phase2');
       if (p2 < p1) throw new Error('--phase2 lies before --phase1');
-      await withCa(({ ca: c }) => c.distrust(o.issuer, p1, p2));
-      const out = { ID: o.issuer, Phase1: iso(p1), Phase2: iso(p2) };
+      // A distrusted issuer gets its replacement at once, so reissues have a trusted issuer to move to.
+      const created = await withCa(async ({ ca: c, keyBits }) => {
+        await c.distrust(o.issuer, p1, p2);
+        return c.init({ ...keyBits, log: (line) => process.stderr.write(`${line}\n`) });
+      });
+      const out = { ID: o.issuer, Phase1: iso(p1), Phase2: iso(p2), Replacement: created };
       print(o.json === true, out, lines(out));
     });
 }

@@ -69,6 +69,8 @@ export interface OrderView {
   readonly names: OrderNameRow[];
   /** The current certificate of a completed order. */
   readonly certificate?: OrderCertificate;
+  /** The current certificate chains to a distrusted CA (DESIGN §5.8): the phase dates. */
+  readonly distrust?: { phase1: number | null; phase2: number | null };
 }
 
 export interface OrdersDeps extends OrderRepos {
@@ -77,7 +79,11 @@ export interface OrdersDeps extends OrderRepos {
   /** Sends the approval mails of an EMAIL order once it is stored. */
   readonly approvals: Pick<EmailApprovals, 'sendForNewOrder'>;
   /** Rebuilds a stored certificate's chain and bundle (the CA's `fulfillment`). */
-  readonly certificates: { fulfillment(serial: string): Promise<OrderCertificate | undefined> };
+  readonly certificates: {
+    fulfillment(serial: string): Promise<OrderCertificate | undefined>;
+    /** CA certificates marked distrusted, with the phase dates (`ca distrust`). */
+    distrustMarks(): Map<string, { phase1: number | null; phase2: number | null }>;
+  };
   readonly catalog: CatalogService;
   readonly dcvValues: Pick<DcvValuesRepo, 'getOrCreate'>;
   readonly clock: Clock;
@@ -371,8 +377,9 @@ export class Orders {
     return (await this.views([order], true))[0]!;
   }
 
-  async listOrders(principal: Principal, filter: OrderFilter, withCertificates = false): Promise<{ orders: OrderView[]; total: number }> {
-    const { rows, total } = await this.deps.orders.list(principal.customerId, filter);
+  async listOrders(principal: Principal, filter: OrderFilter, withCertificates = false, scheduledToReplace = false): Promise<{ orders: OrderView[]; total: number }> {
+    const scoped = scheduledToReplace ? { ...filter, ids: await this.deps.orders.chainingTo(principal.customerId, [...this.deps.certificates.distrustMarks().keys()]) } : filter;
+    const { rows, total } = await this.deps.orders.list(principal.customerId, scoped);
     return { orders: await this.views(rows, withCertificates), total };
   }
 
@@ -383,12 +390,14 @@ export class Orders {
 
   private async views(rows: OrderRow[], withCertificates: boolean): Promise<OrderView[]> {
     const names = await this.deps.orders.names(rows.map((r) => r.id));
+    const marks = this.deps.certificates.distrustMarks();
     return Promise.all(rows.map(async (order) => {
       const own = names.filter((n) => n.order_id === order.id);
-      if (!withCertificates || order.issued_at === null) return { order, names: own };
+      if (order.issued_at === null || (!withCertificates && marks.size === 0)) return { order, names: own };
       const latest = await this.deps.orders.latestCertificate(order.id);
-      const certificate = latest === undefined ? undefined : await this.deps.certificates.fulfillment(latest.serial);
-      return certificate === undefined ? { order, names: own } : { order, names: own, certificate };
+      const mark = latest?.chainIds.map((id) => marks.get(id)).find((m) => m !== undefined);
+      const certificate = latest === undefined || !withCertificates ? undefined : await this.deps.certificates.fulfillment(latest.serial);
+      return { order, names: own, ...(certificate === undefined ? {} : { certificate }), ...(mark === undefined ? {} : { distrust: mark }) };
     }));
   }
 }

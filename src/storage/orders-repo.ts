@@ -14,6 +14,8 @@ export interface OrderFilter {
   readonly productTypes?: readonly string[];
   /** SQL LIKE pattern with `%` as the wildcard (`_` and `\` are matched literally). */
   readonly commonName?: string;
+  /** Only these orders (an empty list matches none). */
+  readonly ids?: readonly number[];
   readonly orderBy: 'ServiceOrderID' | 'OrderDate' | 'UpdateDate' | 'CommonName';
   readonly orderDir: 'ASC' | 'DESC';
   readonly offset: number;
@@ -92,6 +94,7 @@ export class OrdersRepo {
     if (f.statuses !== undefined && f.statuses.length > 0) q = q.where('major_status', 'in', [...f.statuses]);
     if (f.productTypes !== undefined && f.productTypes.length > 0) q = q.where('product_type', 'in', [...f.productTypes]);
     if (f.commonName !== undefined) q = q.where(sql<boolean>`common_name LIKE ${f.commonName} ESCAPE '\\'`);
+    if (f.ids !== undefined) q = f.ids.length === 0 ? q.where(sql<boolean>`1 = 0`) : q.where('id', 'in', [...f.ids]);
     const column = ORDER_COLUMNS[f.orderBy];
     const dir = f.orderDir === 'ASC' ? 'asc' : 'desc';
     const [rows, count] = await Promise.all([
@@ -175,11 +178,25 @@ export class OrdersRepo {
   }
 
   /** The newest certificate issued for an order, if any (a restart after signing reuses it). */
-  async latestCertificate(orderId: number, after: number | null = null): Promise<{ id: number; serial: string; notBefore: number; notAfter: number } | undefined> {
-    let q = this.db.kysely.selectFrom('certificates').select(['id', 'serial', 'not_before', 'not_after']).where('order_id', '=', orderId);
+  async latestCertificate(orderId: number, after: number | null = null): Promise<{ id: number; serial: string; notBefore: number; notAfter: number; chainIds: string[] } | undefined> {
+    let q = this.db.kysely.selectFrom('certificates').select(['id', 'serial', 'not_before', 'not_after', 'chain_ids']).where('order_id', '=', orderId);
     if (after !== null) q = q.where('id', '>', after);
     const r = await q.orderBy('id', 'desc').executeTakeFirst();
-    return r === undefined ? undefined : { id: r.id, serial: r.serial, notBefore: r.not_before, notAfter: r.not_after };
+    return r === undefined ? undefined : { id: r.id, serial: r.serial, notBefore: r.not_before, notAfter: r.not_after, chainIds: r.chain_ids === null ? [] : r.chain_ids.split(',') };
+  }
+
+  /** A customer's orders whose current certificate chains to one of `caIds` (filterScheduledToReplace). */
+  async chainingTo(customerId: CustomerId, caIds: readonly string[]): Promise<number[]> {
+    if (caIds.length === 0) return [];
+    const rows = await this.db.kysely
+      .selectFrom('orders as o')
+      .innerJoin('certificates as c', 'c.order_id', 'o.id')
+      .select('o.id')
+      .where('o.customer_id', '=', customerId)
+      .where('c.id', '=', (eb) => eb.selectFrom('certificates as c2').select((e) => e.fn.max('c2.id').as('m')).whereRef('c2.order_id', '=', 'o.id'))
+      .where((eb) => eb.or(caIds.map((id) => eb(sql<string>`',' || c.chain_ids || ','`, 'like', `%,${id},%`))))
+      .execute();
+    return rows.map((r) => r.id);
   }
 
   /** Starts a reissue round: the order's request and state replaced, its names replaced (one transaction, the RA's). */

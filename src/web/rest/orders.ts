@@ -131,9 +131,9 @@ export function registerOrders(app: App, deps: { orders: Orders }): void {
       const commonName = q.CommonName === undefined || q.CommonName === '' ? undefined : q.CommonName.toLowerCase().replace(/[\\_]/g, (c) => `\\${c}`);
       const scheduled = parseBoolish(q.filterScheduledToReplace) === true;
       const inc = includes(q);
-      const { orders, total } = scheduled
-        ? { orders: [], total: 0 } // Distrust marking arrives with the lifecycle issue: no order is scheduled yet.
-        : await deps.orders.listOrders(principalOf(request), { statuses, productTypes, ...(commonName === undefined ? {} : { commonName }), orderBy, orderDir, offset: (page - 1) * perPage, limit: perPage }, inc.fulfillment);
+      const { orders, total } = await deps.orders.listOrders(
+        principalOf(request), { statuses, productTypes, ...(commonName === undefined ? {} : { commonName }), orderBy, orderDir, offset: (page - 1) * perPage, limit: perPage }, inc.fulfillment, scheduled,
+      );
       return {
         success: true as const,
         OrderInfos: orders.map((o) => orderInfo(o, inc)),
@@ -178,7 +178,7 @@ function includes(q: IncludeQuery): Includes {
 
 /** OrderInfo (spec 2.11): status always, the other blocks by the include* flags; no Fulfillment while pending. */
 export function orderInfo(view: OrderView, inc: Includes): Record<string, unknown> {
-  const { order, names, certificate } = view;
+  const { order, names, certificate, distrust } = view;
   const major = order.major_status as MajorStatus;
   const minor = order.minor_status as MinorStatus;
   const info: Record<string, unknown> = {
@@ -190,6 +190,9 @@ export function orderInfo(view: OrderView, inc: Includes): Record<string, unknow
       ...(certificate === undefined ? {} : { StartDate: formatTimestamp(certificate.notBefore), EndDate: formatTimestamp(certificate.notAfter) }),
     },
   };
+  if (distrust !== undefined) {
+    info.scheduledForReplacement = { eventCaDistrust: { Phase1: formatTimestamp(distrust.phase1), Phase2: formatTimestamp(distrust.phase2) } };
+  }
   // Only an order with a certificate has the key at all (DESIGN §5.4).
   if (inc.fulfillment && certificate !== undefined) {
     info.Fulfillment = { Certificate: certificate.certificate, Intermediate: certificate.intermediate, Certificate_PKCS7: certificate.pkcs7 };

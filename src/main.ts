@@ -142,7 +142,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const vetting = new Vetting({ orders: new OrdersRepo(db), audit, flow: orderFlow, clock });
   const lifecycleRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d), jobs: new JobsRepo(d) });
   const lifecycle = new Lifecycle({
-    ...lifecycleRepos(db), catalog, clock, ca, dcvValues, flow: orderFlow, approvals: emailApprovals, blockedNames: config.blockedNames,
+    ...lifecycleRepos(db), catalog, clock, ca, dcvValues, flow: orderFlow, approvals: emailApprovals, blockedNames: config.blockedNames, recurring: jobs, mailer,
     transact: (fn) => inTransaction(db, (tx) => fn(lifecycleRepos(tx))),
   });
 
@@ -218,6 +218,7 @@ export function createWorker(services: Services, logger: Logger): Worker {
     'housekeeping.purge': (payload, ctx) => housekeeping.purgeExpired(payload, ctx),
     'ca.refresh-crls': (payload, ctx) => services.pki.refreshCrls(payload, ctx),
     'order.validate': (payload, ctx) => services.orderFlow.validate(payload, ctx),
+    'order.renew-subscriptions': (payload, ctx) => services.lifecycle.renewJob(payload, ctx),
   } satisfies Handlers;
   return new Worker({ repo: services.jobs, handlers, clock: services.clock, logger: logger.child({ component: 'worker' }) });
 }
@@ -308,6 +309,7 @@ export async function run(config: Config, roles: Roles): Promise<{ app?: App; st
       worker = createWorker(services, logger);
       await services.housekeeping.schedule();
       await services.pki.schedule();
+      await services.lifecycle.scheduleRenewals();
       worker.start();
     }
   } catch (err) {

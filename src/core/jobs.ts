@@ -15,13 +15,15 @@ export interface JobPayloads {
   'ca.refresh-crls': Record<string, never>;
   /** Checks the pending DCV of an order and, once every name is shown, issues. Re-queues itself until done or expired. */
   'order.validate': { readonly orderId: number };
+  /** Daily: subscriptions whose certificate expires within 30 days get their free reissue. Recurring. */
+  'order.renew-subscriptions': Record<string, never>;
 }
 
 /** The name of a job: a closed union derived from `JobPayloads`. */
 export type JobName = keyof JobPayloads;
 
 // A Record over the union, so forgetting a name here is a compile error too.
-const NAMES: Record<JobName, true> = { 'housekeeping.purge': true, 'ca.refresh-crls': true, 'order.validate': true };
+const NAMES: Record<JobName, true> = { 'housekeeping.purge': true, 'ca.refresh-crls': true, 'order.validate': true, 'order.renew-subscriptions': true };
 
 /**
  * Whether a name read back from the database is one this build knows. A job written by a newer

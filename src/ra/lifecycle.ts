@@ -1,14 +1,15 @@
 import { X509Certificate } from 'node:crypto';
 import {
   CertdeskError, ORDER_DCV_METHODS, customerId as toCustomerId, dcvReuseSeconds, waitingFor,
-  type Clock, type FieldFault, type MajorStatus, type MinorStatus, type OrderDcvMethod, type SignatureHashAlgorithm,
+  type Clock, type FieldFault, type JobId, type MajorStatus, type MinorStatus, type OrderDcvMethod, type SignatureHashAlgorithm,
 } from '../core/index.js';
 import { checkCsr, type Issuer } from '../ca/index.js';
-import type { AuditRepo, DcvValuesRepo, JobsRepo, NewOrderName, OrderRow, OrdersRepo } from '../storage/index.js';
+import { ensureRecurring, type AuditRepo, type DcvValuesRepo, type JobsRepo, type NewOrderName, type OrderRow, type OrdersRepo } from '../storage/index.js';
 import { DEFAULT_BLOCKED_NAMES, parseCsr, type CsrInfo } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
 import { dcvExpectations } from './dcv-details.js';
 import type { EmailApprovals } from './email-approval.js';
+import type { Mailer } from './mail.js';
 import type { OrderFlow } from './order-flow.js';
 import { constructedApprovers, orderNames, type Actor } from './orders.js';
 
@@ -66,6 +67,9 @@ export class Lifecycle {
     flow: Pick<OrderFlow, 'advance'>;
     approvals: Pick<EmailApprovals, 'sendForNewOrder'>;
     blockedNames: readonly string[];
+    mailer: Pick<Mailer, 'send'>;
+    /** The job queue outside any transaction (recurring jobs). */
+    recurring: Pick<JobsRepo, 'enqueue'>;
     transact: <T>(fn: (repos: LifecycleRepos) => Promise<T>) => Promise<T>;
   }) {}
 
@@ -79,6 +83,43 @@ export class Lifecycle {
    */
   async reissue(actor: Actor, orderId: number, input: ReissueInput): Promise<void> {
     const order = await this.owned(actor, orderId);
+    await this.reissueOrder(order, input, { actor: actorName(actor), clientAddress: actor.clientAddress });
+  }
+
+  /**
+   * Subscriptions (DESIGN §5.7): an order whose term runs past its certificate gets a free reissue
+   * of the same CSR before the certificate expires, until the term ends. Run daily by the worker.
+   * Names still within the reuse period issue at once; the others need DCV again, and the order's
+   * contacts are told by mail.
+   */
+  async renewDue(horizonSeconds = 30 * DAY): Promise<number[]> {
+    const now = this.deps.clock.nowSeconds();
+    const renewed: number[] = [];
+    for (const order of await this.deps.orders.subscriptionsDue(now, horizonSeconds)) {
+      try {
+        await this.reissueOrder(order, {}, { actor: 'system', clientAddress: null });
+        renewed.push(order.id);
+      } catch (e) {
+        // One order's problem must not stop the others; it is retried on the next run.
+        if (!(e instanceof CertdeskError)) throw e;
+      }
+    }
+    return renewed;
+  }
+
+  async scheduleRenewals(): Promise<void> {
+    await ensureRecurring(this.deps.recurring, 'order.renew-subscriptions', {}, DAY, this.deps.clock.nowSeconds());
+  }
+
+  /** Job `order.renew-subscriptions`. */
+  async renewJob(_payload: Record<string, never>, ctx: { readonly id: JobId }): Promise<void> {
+    await this.renewDue();
+    await ensureRecurring(this.deps.recurring, 'order.renew-subscriptions', {}, DAY, this.deps.clock.nowSeconds(), { after: ctx.id });
+  }
+
+  private async reissueOrder(order: OrderRow, input: ReissueInput, who: { actor: string; clientAddress: string | null }): Promise<void> {
+    const orderId = order.id;
+    const customer = toCustomerId(order.customer_id);
     const major = order.major_status as MajorStatus;
     if (major !== 'COMPLETE' && major !== 'REISSUE') {
       throw new CertdeskError('invalidOrderState', `Order ${orderId} is ${major}: only issued orders (COMPLETE or REISSUE) can be reissued.`, { field: 'ServiceOrderID' });
@@ -143,7 +184,7 @@ export class Lifecycle {
         : { name, method: old.method, status: 'VALIDATED', approver_email: old.approver_email, validated_at: old.validated_at, last_checked_at: old.last_checked_at };
     });
     const allShown = newNames.every((n) => n.status === 'VALIDATED');
-    const dcv = await dcvExpectations(this.deps, actor.principal.customerId, brand, csr!, names);
+    const dcv = await dcvExpectations(this.deps, customer, brand, csr!, names);
     const base = await this.deps.orders.latestCertificate(order.id);
     const params = { ...previousParams, SubjectAltNames: sanHosts, DVAuthMethod: method, SignatureHashAlgorithm: sha };
     const started = await this.deps.transact(async (tx) => {
@@ -155,13 +196,26 @@ export class Lifecycle {
       if (!ok) return false;
       await tx.jobs.rescheduleInTransaction({ name: 'order.validate', payload: { orderId: order.id }, uniqueKey: `order:${order.id}`, runAt: now }, now);
       await tx.audit.append({
-        at: now, customerId: actor.principal.customerId, actor: actorName(actor), clientAddress: actor.clientAddress, action: 'order.reissue', subject: String(order.id),
+        at: now, customerId: customer, actor: who.actor, clientAddress: who.clientAddress, action: 'order.reissue', subject: String(order.id),
         details: { names, method, newCsr: csrPem !== order.csr_pem, reused: newNames.filter((n) => n.status === 'VALIDATED').map((n) => n.name), replacedPending: major === 'REISSUE' },
       });
       return true;
     });
     if (!started) throw new CertdeskError('conflict', `Order ${orderId} changed while the reissue was being started: read it again.`, { field: 'ServiceOrderID' });
     if (method === 'EMAIL' && !allShown) await this.deps.approvals.sendForNewOrder(order.id);
+    if (who.actor === 'system' && !allShown) {
+      // A renewal the customer must act on: the DCV proof has to be shown again.
+      const contacts = JSON.parse(order.contacts_json) as { AdminContact?: { Email?: unknown }; TechContact?: { Email?: unknown } };
+      const to = [contacts.AdminContact?.Email, contacts.TechContact?.Email].filter((e, i, all): e is string => typeof e === 'string' && e !== '' && all.indexOf(e) === i);
+      const how = method === 'DNS' ? `Publish the DNS record: ${dcv.dns.Example}` : method === 'FILE' ? `Publish ${dcv.file.FilePath}${dcv.file.FileName} containing:\n${dcv.file.FileContents}` : 'The approver has been sent a new approval mail.';
+      for (const address of to) {
+        await this.deps.mailer.send({
+          to: address, kind: 'subscription.action-needed', customerId: order.customer_id, orderId: order.id,
+          subject: `Action needed: renew the certificate of order ${order.id} (${names[0]!})`,
+          text: `The certificate of order ${order.id} expires soon and its subscription continues. Control of ${pending(newNames)} must be shown again.\n\n${how}\n`,
+        });
+      }
+    }
     if (allShown) await this.deps.flow.advance((await this.deps.orders.byId(order.id))!);
   }
 
@@ -249,3 +303,5 @@ function actorName(actor: Actor): string {
   const p = actor.principal;
   return p.userId !== null ? `user:${p.userId}` : `app:${p.applicationId ?? '?'}`;
 }
+
+const pending = (names: readonly NewOrderName[]) => names.filter((n) => n.status !== 'VALIDATED').map((n) => n.name).join(', ');

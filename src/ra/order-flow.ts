@@ -148,7 +148,7 @@ export class OrderFlow {
         issued = await this.deps.ca.issue({
           csr: checkCsr(order.csr_pem ?? ''), product: { code: product.code, brand: product.brand, type: product.type, validationLevel: product.validationLevel },
           signatureHashAlgorithm: order.signature_hash_algorithm as SignatureHashAlgorithm, dnsNames: names, commonName: order.common_name,
-          orderId: order.id, customerId: toCustomerId(order.customer_id), actor: 'system',
+          orderId: order.id, customerId: toCustomerId(order.customer_id), actor: 'system', notAfter: order.term_end ?? termEnd(order, now, product.validity.unit),
           ...(order.validation_level === 'OV' || order.validation_level === 'EV' ? { organization: vettedSubject(order) } : {}),
         });
       } catch (e) {
@@ -163,7 +163,7 @@ export class OrderFlow {
     const serial = cert.serial;
     const completed = await this.deps.transact(async (tx) => {
       // issued_at stays the first issuance's: the cancel and refund windows count from it.
-      const extra = major === 'PENDING' ? { issued_at: now, billing_status: 'cleared' } : {};
+      const extra = major === 'PENDING' ? { issued_at: now, billing_status: 'cleared', term_end: termEnd(order, now, this.deps.catalog.product(order.product_code).validity.unit), cert_not_after: cert!.notAfter } : { cert_not_after: cert!.notAfter };
       if (!(await tx.orders.transition(order.id, { major, minor: 'WF_ISSUANCE' }, { major: 'COMPLETE', minor: 'COMPLETED' }, now, extra))) return false;
       await tx.audit.append({ at: now, customerId: toCustomerId(order.customer_id), actor: 'system', clientAddress: null, action: major === 'PENDING' ? 'order.issued' : 'order.reissued', subject: String(order.id), details: { serial } });
       return true;
@@ -218,4 +218,16 @@ export function vettedSubject(order: Pick<OrderRow, 'organization_json'>): Organ
     ...opt('businessCategory', v.BusinessCategory), ...opt('registrationNumber', v.RegistrationNumber),
     ...opt('jurisdictionCountry', v.JurisdictionCountry?.toUpperCase()), ...opt('jurisdictionState', v.JurisdictionState), ...opt('jurisdictionLocality', v.JurisdictionLocality),
   };
+}
+
+/**
+ * When an order's term ends if it starts at `start`: ValidityPeriod in calendar months, or in
+ * days for the free automated product. Certificates are capped by this and by the lifetime the
+ * Baseline Requirements allow; a longer term is a subscription covered by free reissues.
+ */
+export function termEnd(order: Pick<OrderRow, 'validity_period'>, start: number, unit: 'months' | 'days'): number {
+  if (unit === 'days') return start + order.validity_period * DAY;
+  const d = new Date(start * 1000);
+  d.setUTCMonth(d.getUTCMonth() + order.validity_period);
+  return Math.floor(d.getTime() / 1000);
 }

@@ -391,7 +391,10 @@ export class Orders {
   private async views(rows: OrderRow[], withCertificates: boolean): Promise<OrderView[]> {
     const names = await this.deps.orders.names(rows.map((r) => r.id));
     const marks = this.deps.certificates.distrustMarks();
-    return Promise.all(rows.map(async (order) => {
+    const now = this.deps.clock.nowSeconds();
+    return Promise.all(rows.map(async (stored) => {
+      // Derived, not stored: a COMPLETE order past its last certificate's EndDate is EXPIRED.
+      const order = stored.major_status === 'COMPLETE' && stored.cert_not_after !== null && stored.cert_not_after < now ? { ...stored, minor_status: 'EXPIRED' } : stored;
       const own = names.filter((n) => n.order_id === order.id);
       if (order.issued_at === null || (!withCertificates && marks.size === 0)) return { order, names: own };
       const latest = await this.deps.orders.latestCertificate(order.id);

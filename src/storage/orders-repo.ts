@@ -185,6 +185,25 @@ export class OrdersRepo {
     return r === undefined ? undefined : { id: r.id, serial: r.serial, notBefore: r.not_before, notAfter: r.not_after, chainIds: r.chain_ids === null ? [] : r.chain_ids.split(',') };
   }
 
+  /**
+   * Subscriptions due for their next certificate: COMPLETE orders whose term ends after their
+   * current certificate, which expires within `horizon` seconds.
+   */
+  async subscriptionsDue(now: number, horizon: number): Promise<OrderRow[]> {
+    return this.db.kysely
+      .selectFrom('orders as o')
+      .innerJoin('certificates as c', 'c.order_id', 'o.id')
+      .selectAll('o')
+      .where('o.major_status', '=', 'COMPLETE')
+      .where('c.id', '=', (eb) => eb.selectFrom('certificates as c2').select((e) => e.fn.max('c2.id').as('m')).whereRef('c2.order_id', '=', 'o.id'))
+      .where('o.term_end', 'is not', null)
+      .whereRef('o.term_end', '>', 'c.not_after')
+      .where('c.not_after', '<=', now + horizon)
+      .orderBy('c.not_after')
+      .limit(1000)
+      .execute();
+  }
+
   /** A customer's orders whose current certificate chains to one of `caIds` (filterScheduledToReplace). */
   async chainingTo(customerId: CustomerId, caIds: readonly string[]): Promise<number[]> {
     if (caIds.length === 0) return [];
@@ -209,7 +228,7 @@ export class OrdersRepo {
   }
 
   /** Moves an order from one state to another if it is still in `from`; false when it was not. */
-  async transition(id: number, from: { major: MajorStatus; minor?: MinorStatus }, to: { major: MajorStatus; minor: MinorStatus }, at: number, extra: Partial<Pick<OrderRow, 'issued_at' | 'failure_reason' | 'billing_status'>> = {}): Promise<boolean> {
+  async transition(id: number, from: { major: MajorStatus; minor?: MinorStatus }, to: { major: MajorStatus; minor: MinorStatus }, at: number, extra: Partial<Pick<OrderRow, 'issued_at' | 'failure_reason' | 'billing_status' | 'term_end' | 'cert_not_after'>> = {}): Promise<boolean> {
     let q = this.db.kysely.updateTable('orders').set({ major_status: to.major, minor_status: to.minor, update_date: at, ...extra }).where('id', '=', id).where('major_status', '=', from.major);
     if (from.minor !== undefined) q = q.where('minor_status', '=', from.minor);
     const r = await q.executeTakeFirst();

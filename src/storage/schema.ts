@@ -107,6 +107,8 @@ export interface OrdersTable {
   reissued_at: number | null;
   /** certificates.id of the newest certificate when that round started (0008). */
   reissue_base_cert: number | null;
+  /** EndDate of the current certificate (0008). */
+  cert_not_after: number | null;
 }
 
 export interface OrderNamesTable {

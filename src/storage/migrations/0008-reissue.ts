@@ -11,6 +11,8 @@ export function reissue(_dialect: Dialect) {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema.alterTable('orders').addColumn('reissued_at', 'bigint').execute();
       await db.schema.alterTable('orders').addColumn('reissue_base_cert', 'bigint').execute();
+      // EndDate of the current certificate: COMPLETE orders past it show EXPIRED without a join.
+      await db.schema.alterTable('orders').addColumn('cert_not_after', 'bigint').execute();
     },
   };
 }

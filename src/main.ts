@@ -16,6 +16,7 @@ import { OAuth } from './ra/oauth.js';
 import { DcvData } from './ra/dcv-data.js';
 import { EmailApprovals } from './ra/email-approval.js';
 import { Mailer, mailFrom, smtpTransport } from './ra/mail.js';
+import { Notifier } from './ra/notify.js';
 import { OrderFlow } from './ra/order-flow.js';
 import { Lifecycle } from './ra/lifecycle.js';
 import { Orders } from './ra/orders.js';
@@ -54,6 +55,7 @@ export interface Services {
   readonly mailRepo: MailRepo;
   readonly vetting: Vetting;
   readonly lifecycle: Lifecycle;
+  readonly notifier: Notifier;
   close(): Promise<void>;
 }
 
@@ -123,15 +125,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const orderRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d), jobs: new JobsRepo(d) });
   const resolver = new DcvResolver(config.dnsServers === undefined ? {} : { servers: config.dnsServers });
   const dcvData = new DcvData({ catalog, dcvValues, clock, resolver });
-  const orderFlow = new OrderFlow({
-    ...orderRepos(db), catalog, clock, ca, jobs, resolver,
-    file: { httpPort: config.validationHttpPort, allowPrivate: config.validationAllowPrivate },
-    transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
-  });
   const mailRepo = new MailRepo(db);
   const mailer = new Mailer({
     repo: mailRepo, clock, ...(options.logger === undefined ? {} : { logger: options.logger }),
     transport: config.smtpUrl === undefined ? null : smtpTransport(config.smtpUrl, mailFrom(config.publicUrl ?? 'http://localhost')),
+  });
+  const notifier = new Notifier({ mailer, mail: mailRepo, orders: new OrdersRepo(db), jobs, clock, publicUrl: config.publicUrl ?? '' });
+  const orderFlow = new OrderFlow({
+    ...orderRepos(db), catalog, clock, ca, jobs, resolver, notify: notifier,
+    file: { httpPort: config.validationHttpPort, allowPrivate: config.validationAllowPrivate },
+    transact: (fn) => inTransaction(db, (tx) => fn(orderRepos(tx))),
   });
   const emailApprovals = new EmailApprovals({ orders: new OrdersRepo(db), audit, mailer, flow: orderFlow, resolver, clock, publicUrl: config.publicUrl ?? '' });
   const orders = new Orders({
@@ -142,7 +145,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const vetting = new Vetting({ orders: new OrdersRepo(db), audit, flow: orderFlow, clock });
   const lifecycleRepos = (d: Db) => ({ orders: new OrdersRepo(d), audit: new AuditRepo(d), jobs: new JobsRepo(d) });
   const lifecycle = new Lifecycle({
-    ...lifecycleRepos(db), catalog, clock, ca, dcvValues, flow: orderFlow, approvals: emailApprovals, blockedNames: config.blockedNames, recurring: jobs, mailer,
+    ...lifecycleRepos(db), catalog, clock, ca, dcvValues, flow: orderFlow, approvals: emailApprovals, blockedNames: config.blockedNames, recurring: jobs, mailer, notify: notifier,
     transact: (fn) => inTransaction(db, (tx) => fn(lifecycleRepos(tx))),
   });
 
@@ -150,7 +153,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     await ca.flush();
     await db.close();
   };
-  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, dcvData, emailApprovals, mailRepo, vetting, lifecycle, close };
+  return { config, clock, db, accounts, oauth, catalog, shop, tools, metrics, jobs, housekeeping, hashStore, ca, pki, orders, orderFlow, dcvData, emailApprovals, mailRepo, vetting, lifecycle, notifier, close };
 }
 
 /** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */
@@ -219,6 +222,7 @@ export function createWorker(services: Services, logger: Logger): Worker {
     'ca.refresh-crls': (payload, ctx) => services.pki.refreshCrls(payload, ctx),
     'order.validate': (payload, ctx) => services.orderFlow.validate(payload, ctx),
     'order.renew-subscriptions': (payload, ctx) => services.lifecycle.renewJob(payload, ctx),
+    'notify.reminders': (payload, ctx) => services.notifier.reminders(payload, ctx),
   } satisfies Handlers;
   return new Worker({ repo: services.jobs, handlers, clock: services.clock, logger: logger.child({ component: 'worker' }) });
 }
@@ -310,6 +314,7 @@ export async function run(config: Config, roles: Roles): Promise<{ app?: App; st
       await services.housekeeping.schedule();
       await services.pki.schedule();
       await services.lifecycle.scheduleRenewals();
+      await services.notifier.schedule();
       worker.start();
     }
   } catch (err) {

@@ -64,6 +64,7 @@ describe('a worker killed in the middle of a job (SQLite file, two processes)', 
           'ca.refresh-crls': async () => undefined,
       'order.validate': async () => undefined,
       'order.renew-subscriptions': async () => undefined,
+      'notify.reminders': async () => undefined,
     } satisfies Handlers;
     const worker = new Worker({ repo, handlers, clock: systemClock, logger: quiet, leaseSeconds: 1, pollIntervalMs: 100 });
     cleanup.push(async () => void (await worker.stop(1000)));

@@ -241,6 +241,41 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
     });
   });
 
+  describe('notifications by mail (the outbox; SMTP when configured)', () => {
+    const kinds = async (id: number) => (await t.services.mailRepo.list({ limit: 100, orderId: id })).map((m) => m.kind).reverse();
+
+    it('ok/issued, revoked and cancelled mails go to the order\'s contacts', async () => {
+      const a = await place();
+      const b = await place();
+      await t.call(await token(), { method: 'DELETE', url: `/rest/v1/Revoke/${a.ServiceOrderID}`, payload: { RevokeReason: 'superseded', Certificate: a.Fulfillment!.Certificate } });
+      await cancel(b.ServiceOrderID);
+      expect(await kinds(a.ServiceOrderID)).toEqual(['order.issued', 'order.revoked']);
+      expect(await kinds(b.ServiceOrderID)).toEqual(['order.issued', 'order.cancelled']);
+      expect((await t.services.mailRepo.list({ limit: 1, orderId: b.ServiceOrderID }))[0]).toMatchObject({ to: 'ada@certdesk-test.com', subject: expect.stringMatching(/was cancelled/) });
+    });
+
+    it('ok/expiry reminders at 30, 7 and 1 days, each once; DCV reminders for waiting orders, once per step', async () => {
+      const free = await place({ ProductCode: 'TrustPoint.FreeDV', ValidityPeriod: 180 });
+      const row = await t.db.kysely.selectFrom('orders').select(['cert_not_after', 'term_end']).where('id', '=', free.ServiceOrderID).executeTakeFirstOrThrow();
+      expect(row.cert_not_after).toBe(row.term_end);
+      for (const [daysLeft, kind] of [[29, 'reminder.expiry.30d'], [6, 'reminder.expiry.7d'], [1, 'reminder.expiry.1d']] as const) {
+        await at(row.cert_not_after! - t.clock.nowSeconds() - daysLeft * DAY, async () => {
+          await t.services.notifier.sendReminders();
+          await t.services.notifier.sendReminders();
+        });
+        expect((await kinds(free.ServiceOrderID)).filter((k) => k === kind)).toHaveLength(1);
+      }
+      dns.set('certdesk-test.com', []);
+      const waiting = await place();
+      await at(4 * DAY, async () => {
+        await t.services.notifier.sendReminders();
+        await t.services.notifier.sendReminders();
+      });
+      expect((await kinds(waiting.ServiceOrderID)).filter((k) => k.startsWith('reminder.dcv.'))).toHaveLength(1);
+      dns.set('certdesk-test.com', [{ type: 'TXT', data: (await t.call(await token(), { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue }]);
+    });
+  });
+
   describe('concurrency', () => {
     it('ok/cancel and issuance racing end in one consistent state with one charge or one refund', async () => {
       for (let round = 0; round < 5; round++) {

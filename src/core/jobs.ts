@@ -17,13 +17,15 @@ export interface JobPayloads {
   'order.validate': { readonly orderId: number };
   /** Daily: subscriptions whose certificate expires within 30 days get their free reissue. Recurring. */
   'order.renew-subscriptions': Record<string, never>;
+  /** Daily: DCV and expiry reminders by mail to the order's contacts. Recurring. */
+  'notify.reminders': Record<string, never>;
 }
 
 /** The name of a job: a closed union derived from `JobPayloads`. */
 export type JobName = keyof JobPayloads;
 
 // A Record over the union, so forgetting a name here is a compile error too.
-const NAMES: Record<JobName, true> = { 'housekeeping.purge': true, 'ca.refresh-crls': true, 'order.validate': true, 'order.renew-subscriptions': true };
+const NAMES: Record<JobName, true> = { 'housekeeping.purge': true, 'ca.refresh-crls': true, 'order.validate': true, 'order.renew-subscriptions': true, 'notify.reminders': true };
 
 /**
  * Whether a name read back from the database is one this build knows. A job written by a newer

@@ -52,7 +52,7 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
 
   const enqueue = async () => (await repo.enqueue({ name: 'housekeeping.purge', payload: {}, runAt: clock.nowSeconds() }, clock.nowSeconds())).id;
   const worker = (run: Handlers['housekeeping.purge'], options: Partial<WorkerOptions> = {}) =>
-    new Worker({ repo, clock, logger: memoryLogger().logger, handlers: { 'housekeeping.purge': run, 'ca.refresh-crls': async () => undefined, 'order.validate': async () => undefined, 'order.renew-subscriptions': async () => undefined } satisfies Handlers, pollIntervalMs: 20, ...options });
+    new Worker({ repo, clock, logger: memoryLogger().logger, handlers: { 'housekeeping.purge': run, 'ca.refresh-crls': async () => undefined, 'order.validate': async () => undefined, 'order.renew-subscriptions': async () => undefined, 'notify.reminders': async () => undefined } satisfies Handlers, pollIntervalMs: 20, ...options });
 
   it('runs a due job with its payload and marks it done', async () => {
     const id = await enqueue();

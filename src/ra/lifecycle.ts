@@ -10,6 +10,7 @@ import type { CatalogService } from './catalog.js';
 import { dcvExpectations } from './dcv-details.js';
 import type { EmailApprovals } from './email-approval.js';
 import type { Mailer } from './mail.js';
+import type { Notifier } from './notify.js';
 import type { OrderFlow } from './order-flow.js';
 import { constructedApprovers, orderNames, type Actor } from './orders.js';
 
@@ -68,6 +69,7 @@ export class Lifecycle {
     approvals: Pick<EmailApprovals, 'sendForNewOrder'>;
     blockedNames: readonly string[];
     mailer: Pick<Mailer, 'send'>;
+    notify?: Pick<Notifier, 'orderEvent'>;
     /** The job queue outside any transaction (recurring jobs). */
     recurring: Pick<JobsRepo, 'enqueue'>;
     transact: <T>(fn: (repos: LifecycleRepos) => Promise<T>) => Promise<T>;
@@ -241,6 +243,7 @@ export class Lifecycle {
     if (!done) throw new CertdeskError('conflict', `Order ${orderId} changed while it was being cancelled: read it again.`, { field: 'ServiceOrderID' });
     // A cancelled order's certificates must not outlive it.
     await this.revokeAll(order.id, 'cessationOfOperation', actorName(actor));
+    await this.deps.notify?.orderEvent((await this.deps.orders.byId(order.id))!, 'cancelled', refund ? 'The order was refunded.' : 'Cancelled more than 30 days after issuance: the order stays charged.');
     return { refunded: refund };
   }
 
@@ -276,6 +279,7 @@ export class Lifecycle {
       at: now, customerId: actor.principal.customerId, actor: actorName(actor), clientAddress: actor.clientAddress, action: 'order.revoked', subject: String(order.id),
       details: { serial, reason, alreadyRevoked: result.alreadyRevoked, refunded },
     });
+    await this.deps.notify?.orderEvent((await this.deps.orders.byId(order.id))!, 'revoked', `Serial ${serial}, reason ${reason}.`);
     return { serial, reason, refunded };
   }
 

@@ -6,6 +6,7 @@ import type { AuditRepo, JobsRepo, OrderRow, OrdersRepo } from '../storage/index
 import { checkCaa, checkDnsCname, checkDnsTxt, checkFile, type DcvResolver, type FileCheckOptions } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
 import { dnsRecordName } from './dcv-details.js';
+import type { Notifier } from './notify.js';
 
 const DAY = 86_400;
 /** DESIGN §5.4: an order whose names are not validated within 30 days FAILs with DCV_EXPIRED. */
@@ -23,6 +24,8 @@ export interface OrderFlowDeps extends FlowRepos {
   readonly resolver: DcvResolver;
   readonly file: Omit<FileCheckOptions, 'resolve'>;
   readonly jobs: Pick<JobsRepo, 'enqueue'>;
+  /** Mail to the order's contacts when a certificate is issued or reissued. */
+  readonly notify?: Pick<Notifier, 'orderEvent'>;
   readonly transact: <T>(fn: (repos: FlowRepos) => Promise<T>) => Promise<T>;
 }
 
@@ -172,6 +175,7 @@ export class OrderFlow {
     if (!completed && (await this.deps.orders.byId(order.id))?.major_status === 'CANCELLED') {
       await this.deps.ca.revoke(serial, 'cessationOfOperation', { actor: 'system' });
     }
+    if (completed) await this.deps.notify?.orderEvent((await this.deps.orders.byId(order.id))!, major === 'PENDING' ? 'issued' : 'reissued', `Serial ${serial}, valid until ${new Date(cert.notAfter * 1000).toISOString()}.`);
   }
 
   /** FAILED with a reason; the charge is refunded (the order never delivered). */

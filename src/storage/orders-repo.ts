@@ -204,6 +204,26 @@ export class OrdersRepo {
       .execute();
   }
 
+  /**
+   * Orders a reminder may be due for: COMPLETE ones whose last certificate expires within
+   * `expiryHorizon` and is not renewed by a subscription, and pending or reissuing ones waiting
+   * for DCV at least `dcvAge` seconds.
+   */
+  async remindable(now: number, expiryHorizon: number, dcvAge: number): Promise<{ expiring: OrderRow[]; waiting: OrderRow[] }> {
+    const expiring = await this.db.kysely.selectFrom('orders').selectAll()
+      .where('major_status', '=', 'COMPLETE')
+      .where('cert_not_after', '>', now)
+      .where('cert_not_after', '<=', now + expiryHorizon)
+      .where((eb) => eb.or([eb('term_end', 'is', null), eb('term_end', '<=', eb.ref('cert_not_after'))]))
+      .limit(10_000).execute();
+    const waiting = await this.db.kysely.selectFrom('orders').selectAll()
+      .where('major_status', 'in', ['PENDING', 'REISSUE'])
+      .where('minor_status', 'in', ['WF_DNS_AUTH', 'WF_FILE_AUTH', 'WF_EMAIL_AUTH'])
+      .where((eb) => eb(eb.fn.coalesce('reissued_at', 'order_date'), '<=', now - dcvAge))
+      .limit(10_000).execute();
+    return { expiring, waiting };
+  }
+
   /** A customer's orders whose current certificate chains to one of `caIds` (filterScheduledToReplace). */
   async chainingTo(customerId: CustomerId, caIds: readonly string[]): Promise<number[]> {
     if (caIds.length === 0) return [];

@@ -29,6 +29,7 @@ const handlers = {
   'ca.refresh-crls': async () => undefined,
   'order.validate': (payload, ctx) => services.orderFlow.validate(payload, ctx),
   'order.renew-subscriptions': async () => undefined,
+  'notify.reminders': async () => undefined,
 } satisfies Handlers;
 new Worker({ repo: services.jobs, handlers, clock: services.clock, logger, leaseSeconds: 1, pollIntervalMs: 100, concurrency: 1 }).start();
 process.stdout.write(`ready ${process.pid}\n`);

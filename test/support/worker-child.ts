@@ -21,6 +21,7 @@ const handlers = {
   'ca.refresh-crls': async () => undefined,
   'order.validate': async () => undefined,
   'order.renew-subscriptions': async () => undefined,
+  'notify.reminders': async () => undefined,
 } satisfies Handlers;
 
 new Worker({ repo: new JobsRepo(db), handlers, clock: systemClock, logger, leaseSeconds: 1, pollIntervalMs: 50, concurrency: 1 }).start();

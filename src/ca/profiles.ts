@@ -1,4 +1,4 @@
-import type { ProductType, ValidationLevel } from '../core/index.js';
+import { tlsMaxLifetimeDays, type ProductType, type ValidationLevel } from '../core/index.js';
 import { KU, OID, type NameAttribute } from './x509.js';
 
 /** The leaf certificate kinds the built-in CA issues (DESIGN §5.7). */
@@ -52,18 +52,6 @@ export function profileFor(type: ProductType, level: ValidationLevel | null): Pr
 }
 
 const DAY = 86_400;
-const at = (iso: string) => Date.parse(iso) / 1000;
-
-/**
- * Longest TLS server certificate the Baseline Requirements allow on an issue date (§6.3.2, as
- * amended by ballot SC-081): 398 days before 2026-03-15, then 200, 100 and 47 days.
- */
-const TLS_SCHEDULE: readonly { from: number; days: number }[] = [
-  { from: at('2029-03-15T00:00:00Z'), days: 47 },
-  { from: at('2027-03-15T00:00:00Z'), days: 100 },
-  { from: at('2026-03-15T00:00:00Z'), days: 200 },
-  { from: 0, days: 398 },
-];
 
 /** Code signing: 39 months (CS BR §6.3.2); S/MIME mailbox certificates: 825 days (S/MIME BR §6.3.2). */
 const OTHER_MAX_DAYS: Record<'codesign' | 'smime', number> = { codesign: 460, smime: 825 };
@@ -75,8 +63,7 @@ const OTHER_MAX_DAYS: Record<'codesign' | 'smime', number> = { codesign: 460, sm
 export function maxLifetime(profile: Profile, now: number, privateMaxDays?: number): number {
   if (privateMaxDays !== undefined) return privateMaxDays * DAY;
   if (profile.hierarchy !== 'tls') return OTHER_MAX_DAYS[profile.hierarchy] * DAY;
-  const step = TLS_SCHEDULE.find((s) => now >= s.from) ?? TLS_SCHEDULE[TLS_SCHEDULE.length - 1]!;
-  return step.days * DAY;
+  return tlsMaxLifetimeDays(now) * DAY;
 }
 
 /** Vetted organization data for OV, EV and code signing subjects (filled by the RA from vetting). */

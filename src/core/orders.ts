@@ -47,17 +47,3 @@ export type NameDcvStatus = 'PENDING' | 'VALIDATED' | 'FAILED';
 
 /** BillingInfo.Status (DESIGN §5.5). */
 export type BillingStatus = 'uncleared' | 'cleared' | 'refunded';
-
-const at = (iso: string) => Date.parse(iso) / 1000;
-/** BR §4.2.1 (ballot SC-081): how long a name's validation may be reused, by the date it is reused on. */
-const DCV_REUSE_SCHEDULE: readonly { from: number; days: number }[] = [
-  { from: at('2029-03-15T00:00:00Z'), days: 10 },
-  { from: at('2027-03-15T00:00:00Z'), days: 100 },
-  { from: at('2026-03-15T00:00:00Z'), days: 200 },
-  { from: 0, days: 398 },
-];
-
-/** Seconds a name validated earlier still counts at `now` (reissues, subscriptions). */
-export function dcvReuseSeconds(now: number): number {
-  return (DCV_REUSE_SCHEDULE.find((s) => now >= s.from) ?? DCV_REUSE_SCHEDULE[DCV_REUSE_SCHEDULE.length - 1]!).days * 86_400;
-}

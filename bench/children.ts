@@ -1,10 +1,11 @@
 // Starts and stops server children (bench/server.ts), one process per target, and talks to them.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ChildMessage, ParentMessage, ServerKind } from './protocol.js';
+import type { ChildFixtures, ChildMessage, ParentMessage, ServerKind, ServerSetup } from './protocol.js';
 
 const SERVER_SCRIPT = fileURLToPath(new URL('./server.ts', import.meta.url));
-const START_TIMEOUT_MS = 60_000;
+/** Setup `orders1m` seeds a million orders before it listens. */
+const START_TIMEOUT_MS = 600_000;
 const REPLY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 5_000;
 
@@ -57,8 +58,8 @@ export class ServerChild {
     private readonly proc: ChildProcess,
     readonly port: number,
     readonly credentials: { clientId: string; clientSecret: string } | undefined,
-    /** GET path of an OCSP request for a leaf the certdesk child issued (RFC 6960 A.1). */
-    readonly ocspPath: string | undefined,
+    /** What the child made during its setup (bench/protocol.ts). */
+    readonly fixtures: ChildFixtures,
   ) {
     proc.on('message', (m: ChildMessage) => this.onMessage(m));
     proc.on('exit', (code, signal) => {
@@ -81,11 +82,15 @@ export class ServerChild {
     return this.exitReason !== undefined && !terminating;
   }
 
-  /** Forks `server.ts <kind>` and waits until it listens. */
-  static start(name: string, kind: ServerKind): Promise<ServerChild> {
-    const proc = fork(SERVER_SCRIPT, [kind], {
+  /**
+   * Forks `server.ts <kind> <setup>` and waits until it listens. `csrPem` (the bench CSR) goes in
+   * the child's environment: the order setups publish its DNS proof.
+   */
+  static start(name: string, kind: ServerKind, setup: ServerSetup, csrPem: string): Promise<ServerChild> {
+    const proc = fork(SERVER_SCRIPT, [kind, setup], {
       execArgv: ['--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, BENCH_CSR_PEM: csrPem },
     });
     forked.add(proc);
     proc.once('exit', () => forked.delete(proc));
@@ -111,7 +116,7 @@ export class ServerChild {
           reject(new Error(`server child ${name}: expected ready, got ${JSON.stringify(m)}`));
           return;
         }
-        resolve(new ServerChild(name, proc, m.port, m.credentials, m.ocspPath));
+        resolve(new ServerChild(name, proc, m.port, m.credentials, m.fixtures));
       });
     });
   }

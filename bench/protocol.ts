@@ -4,8 +4,31 @@
 /** What a server child serves: the bare Fastify baseline or the real certdesk app. */
 export type ServerKind = 'baseline' | 'certdesk';
 
+/**
+ * What a certdesk child prepares before it reports ready (bench/server.ts):
+ * - `plain`: a customer with an API client, and one issued leaf for the OCSP target;
+ * - `orders` / `ordersPg`: also a DNS server on loopback (CERTDESK_DNS_SERVERS) holding the TXT
+ *   record of the bench CSR, and one order issued inline; `ordersPg` on a fresh PostgreSQL database;
+ * - `orders1m`: also 1,000,000 orders of the bench customer, seeded straight into SQLite.
+ */
+export type ServerSetup = 'plain' | 'orders' | 'ordersPg' | 'orders1m';
+
+/** Facts a child made during its setup that the requests need (or that the report shows). */
+export interface ChildFixtures {
+  /** GET path of an OCSP request for a leaf the child issued (RFC 6960 A.1). */
+  readonly ocspPath?: string;
+  /** A COMPLETE order of the bench customer, issued inline (setups `orders`, `ordersPg`). */
+  readonly orderId?: number;
+  /** `sqlite` or `postgres`. */
+  readonly database?: string;
+  /** Setup `orders1m`: what was seeded and how long it took. */
+  readonly seeded?: { readonly orders: number; readonly names: number; readonly seconds: number; readonly dbBytes: number };
+  /** Setup `orders1m`: a GET /ModifiedOrders window (spec timestamps) and how many orders it holds. */
+  readonly modifiedWindow?: { readonly from: string; readonly to: string; readonly orders: number };
+}
+
 export type ChildMessage =
-  | { type: 'ready'; port: number; credentials?: { clientId: string; clientSecret: string }; ocspPath?: string }
+  | { type: 'ready'; port: number; credentials?: { clientId: string; clientSecret: string }; fixtures: ChildFixtures }
   | { type: 'usage'; id: number; cpuMicros: number; eluActive: number; eluIdle: number }
   | { type: 'ack'; id: number }
   | { type: 'error'; id?: number; message: string };

@@ -11,6 +11,10 @@ export interface TargetSummary {
   readonly label: string;
   readonly method: string;
   readonly path: string;
+  /** Closed loop: requests in flight; paced: at most this many sockets. */
+  readonly connections: number;
+  /** Paced load: requests started per second; null: closed loop. */
+  readonly pacedRatePerSec: number | null;
   readonly runsReqPerSec: number[];
   readonly medianReqPerSec: number;
   readonly medianP50Ms: number;
@@ -31,8 +35,9 @@ export interface TargetSummary {
   readonly runs: RunResult[];
 }
 
-export function summarizeTarget(target: Target, path: string, method: string, runs: RunResult[], baselineReqPerSec: number): TargetSummary {
+export function summarizeTarget(target: Target, path: string, method: string, runs: RunResult[], baselineReqPerSec: number, connections: number): TargetSummary {
   const medianReqPerSec = median(runs.map((r) => r.reqPerSec));
+  const medianP99Ms = median(runs.map((r) => r.p99Ms));
   const ratioToBaseline = medianReqPerSec / baselineReqPerSec;
   const statusCodes: Record<string, number> = {};
   for (const r of runs) for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
@@ -40,10 +45,12 @@ export function summarizeTarget(target: Target, path: string, method: string, ru
     label: target.label,
     method,
     path,
+    connections,
+    pacedRatePerSec: target.rate ?? null,
     runsReqPerSec: runs.map((r) => round(r.reqPerSec, 1)),
     medianReqPerSec: round(medianReqPerSec, 1),
     medianP50Ms: round(median(runs.map((r) => r.p50Ms)), 3),
-    medianP99Ms: round(median(runs.map((r) => r.p99Ms)), 3),
+    medianP99Ms: round(medianP99Ms, 3),
     non2xx: runs.reduce((n, r) => n + r.non2xx, 0),
     errors: runs.reduce((n, r) => n + r.errors, 0),
     timeouts: runs.reduce((n, r) => n + r.timeouts, 0),
@@ -54,7 +61,7 @@ export function summarizeTarget(target: Target, path: string, method: string, ru
     medianLoadgenCpuPct: round(median(runs.map((r) => r.loadgenCpuPct)), 1),
     medianOtherCpuPct: round(median(runs.map((r) => r.otherCpuPct)), 1),
     disturbedRuns: runs.flatMap((r, i) => (r.otherCpuPct >= DISTURBED_PCT ? [i + 1] : [])),
-    goal: target.goal === undefined ? null : { text: target.goal.text, met: target.goal.met({ medianReqPerSec, ratioToBaseline }) },
+    goal: target.goal === undefined ? null : { text: target.goal.text, met: target.goal.met({ medianReqPerSec, ratioToBaseline, medianP99Ms }) },
     runs: runs.map((r) => ({
       ...r,
       reqPerSec: round(r.reqPerSec, 1),
@@ -69,14 +76,17 @@ export function summarizeTarget(target: Target, path: string, method: string, ru
 }
 
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
+/** req/s: whole numbers, one decimal below 10 (a route slower than the run). */
+const rate = (n: number) => (n < 10 ? n.toFixed(1) : int(n));
 
 /** The results table, one row per target. */
 export function formatTable(summaries: Record<string, TargetSummary>): string {
-  const header = ['target', 'req/s (median)', 'runs (req/s)', 'p50 ms', 'p99 ms', 'non-2xx/err', 'vs baseline', 'server CPU', 'loadgen CPU', 'other CPU', 'goal'];
+  const header = ['target', 'load', 'req/s (median)', 'runs (req/s)', 'p50 ms', 'p99 ms', 'non-2xx/err', 'vs baseline', 'server CPU', 'loadgen CPU', 'other CPU', 'goal'];
   const rows = Object.values(summaries).map((s) => [
     s.label,
-    int(s.medianReqPerSec),
-    s.runsReqPerSec.map(int).join(' '),
+    s.pacedRatePerSec === null ? `${s.connections} conn` : `${s.pacedRatePerSec}/s paced`,
+    rate(s.medianReqPerSec),
+    s.runsReqPerSec.map(rate).join(' '),
     s.medianP50Ms.toFixed(2),
     s.medianP99Ms.toFixed(2),
     `${s.non2xx}/${s.errors + s.timeouts}`,
@@ -87,7 +97,7 @@ export function formatTable(summaries: Record<string, TargetSummary>): string {
     s.goal === null ? '' : `${s.goal.text}: ${s.goal.met ? 'met' : 'MISSED'}`,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const numeric = new Set([1, 3, 4, 5, 6, 7, 8, 9]);
+  const numeric = new Set([1, 2, 4, 5, 6, 7, 8, 9, 10]);
   const line = (cells: string[]) => cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' │ ').trimEnd();
   return [line(header), widths.map((w) => '─'.repeat(w)).join('─┼─'), ...rows.map(line)].join('\n');
 }

@@ -15,13 +15,15 @@ import { summarizeFile } from './profile-summary.js';
 import { formatCaTable, runCaBench } from './ca.js';
 import { DISTURBED_PCT, formatTable, summarizeTarget, writeJson, type TargetSummary } from './report.js';
 import { median, round } from './stats.js';
-import { TARGETS, type Fixtures, type RequestSpec, type Target } from './targets.js';
+import { TARGETS, benchDatabaseUrl, type Fixtures, type RequestSpec, type Target } from './targets.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS_FILE = join(BENCH_DIR, 'results.json');
 const PROFILE_DIR = join(BENCH_DIR, 'profiles');
 
 class BenchBroken extends Error {}
+
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
 
 interface Settings {
   readonly durationSeconds: number;
@@ -61,9 +63,12 @@ function readSettings(): Settings {
   const wanted = (process.env.BENCH_TARGETS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const unknown = wanted.filter((w) => !TARGETS.some((t) => t.id === w));
   if (unknown.length > 0) throw new BenchBroken(`BENCH_TARGETS: unknown ${unknown.join(', ')} (known: ${TARGETS.map((t) => t.id).join(', ')})`);
-  // The baseline is always measured: every ratio is relative to it.
+  const pg = benchDatabaseUrl() !== undefined;
+  const pgWanted = TARGETS.filter((t) => t.postgres === true && wanted.includes(t.id)).map((t) => t.id);
+  if (!pg && pgWanted.length > 0) throw new BenchBroken(`BENCH_TARGETS: ${pgWanted.join(', ')} need CERTDESK_BENCH_DATABASE_URL (or CERTDESK_TEST_DATABASE_URL)`);
+  // The baseline is always measured: every ratio is relative to it. PostgreSQL targets run when a server is named.
   const targets = wanted.length === 0
-    ? TARGETS.filter((t) => t.optional !== true)
+    ? TARGETS.filter((t) => t.optional !== true && (t.postgres !== true || pg))
     : TARGETS.filter((t) => t.id === 'baseline' || wanted.includes(t.id));
   return {
     durationSeconds: numberEnv('BENCH_DURATION', 5, false),
@@ -107,7 +112,7 @@ async function getToken(child: ServerChild): Promise<string> {
 }
 
 /** One request with fetch, checked by the target: the benchmark must measure real answers. */
-async function checkOnce(target: Target, child: ServerChild, spec: RequestSpec, when: string): Promise<void> {
+async function checkOnce(target: Target, child: ServerChild, spec: RequestSpec, fixtures: Fixtures, when: string): Promise<void> {
   const res = await fetch(`http://127.0.0.1:${child.port}${spec.path}`, {
     method: spec.method, headers: spec.headers, ...(spec.body === undefined ? {} : { body: spec.body }),
   });
@@ -118,7 +123,7 @@ async function checkOnce(target: Target, child: ServerChild, spec: RequestSpec, 
   } catch {
     // keep the text for the message
   }
-  const problem = target.check(res.status, body);
+  const problem = target.check(res.status, body, fixtures);
   if (problem !== undefined) throw new BenchBroken(`${target.label} (${when}): ${problem}`);
 }
 
@@ -164,33 +169,55 @@ async function main(): Promise<number> {
     if (cpus().length < 2) throw new BenchBroken('BENCH_PIN needs at least 2 CPUs');
     pinProcess(process.pid, 0);
   }
-  const fixtures: Omit<Fixtures, 'token' | 'ocspPath'> = { csrPem: makeCsr() };
-  const plan: { target: Target; child: ServerChild; spec: RequestSpec }[] = [];
+  const csrPem = makeCsr();
+  const plan: { target: Target; child: ServerChild; spec: RequestSpec; fixtures: Fixtures }[] = [];
+  /** One child per target, except targets that share one (the 1M-order database is seeded once). */
+  const shared = new Map<string, { child: ServerChild; token: string }>();
+  const childrenStarted: ServerChild[] = [];
   for (const target of settings.targets) {
-    const child = await ServerChild.start(target.id, target.server);
-    const token = target.server === 'certdesk' ? await getToken(child) : '';
-    const spec = target.request({ ...fixtures, token, ocspPath: child.ocspPath ?? '' });
-    await checkOnce(target, child, spec, 'before the runs');
-    plan.push({ target, child, spec });
-    if (settings.pin && child.pid !== undefined) pinProcess(child.pid, 1);
-    log(`  started ${target.id} server (pid ${String(child.pid)}, port ${child.port}${settings.pin ? ', CPU 1' : ''})`);
+    let started = target.sharedServer === undefined ? undefined : shared.get(target.sharedServer);
+    if (started === undefined) {
+      const name = target.sharedServer ?? target.id;
+      if (target.setup === 'orders1m') log(`  starting ${name} server: seeding 1,000,000 orders (about a minute)…`);
+      const child = await ServerChild.start(name, target.server, target.setup ?? 'plain', csrPem);
+      started = { child, token: target.server === 'certdesk' ? await getToken(child) : '' };
+      if (target.sharedServer !== undefined) shared.set(target.sharedServer, started);
+      childrenStarted.push(child);
+      if (settings.pin && child.pid !== undefined) pinProcess(child.pid, 1);
+      const seeded = child.fixtures.seeded;
+      log(
+        `  started ${name} server (pid ${String(child.pid)}, port ${child.port}${settings.pin ? ', CPU 1' : ''}` +
+          `${target.setup === undefined || target.setup === 'plain' ? '' : `, setup ${target.setup} on ${child.fixtures.database ?? '?'}`})` +
+          (seeded === undefined ? '' : `: seeded ${seeded.orders.toLocaleString('en-US')} orders and ${seeded.names.toLocaleString('en-US')} names in ${seeded.seconds} s` +
+            ` (database ${(seeded.dbBytes / 1e9).toFixed(2)} GB); ModifiedOrders window ${child.fixtures.modifiedWindow?.from ?? '?'} – ${child.fixtures.modifiedWindow?.to ?? '?'} holds ${child.fixtures.modifiedWindow?.orders ?? '?'} orders`),
+      );
+    }
+    const { child, token } = started;
+    const fixtures: Fixtures = { csrPem, token, child: child.fixtures };
+    const spec = target.request(fixtures);
+    await checkOnce(target, child, spec, fixtures, 'before the runs');
+    plan.push({ target, child, spec, fixtures });
   }
 
-  const load = (durationSeconds: number): LoadOptions => ({ durationSeconds, connections: settings.connections });
+  const connectionsOf = (target: Target) => (target.sequential === true ? 1 : settings.connections);
+  const load = (target: Target, durationSeconds: number): LoadOptions => ({
+    durationSeconds, connections: connectionsOf(target), ...(target.rate === undefined ? {} : { rate: target.rate }),
+    ...(target.sequential === true ? { sequential: true } : {}),
+  });
   const guard = (target: Target, child: ServerChild, r: RunResult) => {
     const reason = brokenReason(target, r, child);
     if (reason !== undefined) throw new BenchBroken(reason);
   };
 
   for (const { target, child, spec } of plan) {
-    const r = await measure(child, spec, load(settings.warmupSeconds));
-    log(`warm-up   ${target.id.padEnd(12)} ${fmt(r)}`);
+    const r = await measure(child, spec, load(target, settings.warmupSeconds));
+    log(`warm-up   ${target.id.padEnd(18)} ${fmt(r)}`);
     guard(target, child, r);
   }
 
   if (settings.profile) {
     mkdirSync(PROFILE_DIR, { recursive: true });
-    for (const { child } of plan) await child.startProfile();
+    for (const child of childrenStarted) await child.startProfile();
   }
 
   const results = new Map<string, RunResult[]>(plan.map((p) => [p.target.id, []]));
@@ -198,8 +225,8 @@ async function main(): Promise<number> {
     // Rotate the order each round so that no target always follows the same one.
     for (let i = 0; i < plan.length; i++) {
       const { target, child, spec } = plan[(round + i) % plan.length]!;
-      const r = await measure(child, spec, load(settings.durationSeconds));
-      log(`run ${round + 1}/${settings.runs} ${target.id.padEnd(12)} ${fmt(r)}`);
+      const r = await measure(child, spec, load(target, settings.durationSeconds));
+      log(`run ${round + 1}/${settings.runs} ${target.id.padEnd(18)} ${fmt(r)}`);
       guard(target, child, r);
       results.get(target.id)!.push(r);
     }
@@ -207,20 +234,21 @@ async function main(): Promise<number> {
 
   const profiles: [string, string][] = [];
   if (settings.profile) {
-    for (const { target, child } of plan) {
-      const file = join(PROFILE_DIR, `${target.id}.cpuprofile`);
+    for (const child of childrenStarted) {
+      // A shared child's profile covers every target it served.
+      const file = join(PROFILE_DIR, `${child.name}.cpuprofile`);
       await child.stopProfile(file);
-      profiles.push([target.id, file]);
+      profiles.push([child.name, file]);
     }
   }
-  for (const { target, child, spec } of plan) await checkOnce(target, child, spec, 'after the runs');
+  for (const { target, child, spec, fixtures } of plan) await checkOnce(target, child, spec, fixtures, 'after the runs');
   shuttingDown = true;
   await terminateAll();
 
   const baselineReqPerSec = median(results.get('baseline')!.map((r) => r.reqPerSec));
   const summaries: Record<string, TargetSummary> = {};
   for (const { target, spec } of plan) {
-    summaries[target.id] = summarizeTarget(target, spec.path, spec.method, results.get(target.id)!, baselineReqPerSec);
+    summaries[target.id] = summarizeTarget(target, spec.path, spec.method, results.get(target.id)!, baselineReqPerSec, connectionsOf(target));
   }
 
   log('');
@@ -229,13 +257,28 @@ async function main(): Promise<number> {
   if (saturated.length > 0) {
     log(`note: autocannon used ≥ 90 % of a core on ${saturated.join(', ')}: the load generator may cap those numbers.`);
   }
-  const disturbed = Object.entries(summaries).filter(([, s]) => s.disturbedRuns.length > 0);
+  // PostgreSQL runs on this machine too: its CPU is "other CPU" of the …Pg targets, not a disturbance.
+  const pgIds = new Set(plan.filter((p) => p.target.postgres === true).map((p) => p.target.id));
+  const disturbed = Object.entries(summaries).filter(([id, s]) => s.disturbedRuns.length > 0 && !pgIds.has(id));
   if (disturbed.length > 0) {
     log(
       `note: other processes used ≥ ${DISTURBED_PCT} % of a core during ${disturbed.map(([id, s]) => `${id} run ${s.disturbedRuns.join(', ')}`).join('; ')}` +
         ` (load average now ${loadavg().map((l) => l.toFixed(2)).join(' ')}): ` +
         (disturbed.some(([, s]) => s.medianOtherCpuPct >= DISTURBED_PCT) ? 'medians are disturbed; rerun on a quiet machine.' : 'the medians should be sound.'),
     );
+  }
+  if (pgIds.size > 0) log(`note: "other CPU" of ${[...pgIds].join(', ')} is mostly the PostgreSQL server on this machine.`);
+  const orderLine = (id: string, paced?: string) => {
+    const s = summaries[id];
+    const p = paced === undefined ? undefined : summaries[paced];
+    if (s === undefined && p === undefined) return undefined;
+    return `${s === undefined ? '' : `${int(s.medianReqPerSec)} req/s (p99 ${s.medianP99Ms.toFixed(1)} ms at ${s.connections} conn)`}` +
+      `${s !== undefined && p !== undefined ? ', ' : ''}${p === undefined ? '' : `p99 ${p.medianP99Ms.toFixed(1)} ms at ${p.pacedRatePerSec ?? '?'}/s`}`;
+  };
+  const sqliteOrders = orderLine('orderInline', 'orderInlineAt300');
+  const pgOrders = orderLine('orderInlinePg');
+  if (sqliteOrders !== undefined || pgOrders !== undefined) {
+    log(`POST /Order issued inline: SQLite ${sqliteOrders ?? 'not measured'} | PostgreSQL ${pgOrders ?? 'not measured (set CERTDESK_BENCH_DATABASE_URL)'}`);
   }
   const missed = Object.values(summaries).filter((s) => s.goal !== null && !s.goal.met);
   log(missed.length === 0 ? 'all goals met' : `goals missed: ${missed.map((s) => `${s.label} (${s.goal!.text})`).join('; ')}`);
@@ -266,6 +309,7 @@ async function main(): Promise<number> {
       pinned: settings.pin,
     },
     targets: summaries,
+    fixtures: Object.fromEntries(childrenStarted.filter((c) => c.fixtures.seeded !== undefined || c.fixtures.database === 'postgres').map((c) => [c.name, c.fixtures])),
     ca,
   };
   if (settings.profile) {

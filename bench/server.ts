@@ -1,15 +1,19 @@
-// A server under test, run in its own process: `node --import tsx bench/server.ts <baseline|certdesk>`.
+// A server under test, run in its own process: `node --import tsx bench/server.ts <baseline|certdesk> [setup]`.
 // Started by bench/run.ts with fork(): it listens on 127.0.0.1:0 and reports its port over IPC.
-// The certdesk server is the real one (createServices + createWebApp over a fresh SQLite file);
-// the baseline is a bare Fastify 5 app with one JSON route. Exits on SIGTERM/SIGINT or when the
-// parent goes away (IPC disconnect), removing its temporary data.
+// The certdesk server is the real one (createServices + createWebApp over a fresh SQLite file,
+// or a fresh PostgreSQL database for setup `ordersPg`); the baseline is a bare Fastify 5 app with
+// one JSON route. What a certdesk child prepares before it is ready depends on its setup
+// (bench/protocol.ts). Exits on SIGTERM/SIGINT or when the parent goes away (IPC disconnect),
+// removing its temporary data (and its PostgreSQL database).
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Fastify from 'fastify';
+import pg from 'pg';
 import { loadConfig } from '../src/config/index.js';
 import { X509Certificate } from 'node:crypto';
 import { checkCsr } from '../src/ca/index.js';
@@ -17,16 +21,21 @@ import { certIdFor } from '../src/ca/ocsp.js';
 import { seq } from '../src/ca/der-writer.js';
 import { children, readTlv } from '../src/core/der.js';
 import { createServices, createWebApp, type Services } from '../src/main.js';
+import type { App } from '../src/web/types.js';
 import { generateKeyAndCsr } from '../src/validation/keygen.js';
-import type { ChildMessage, ParentMessage, ServerKind } from './protocol.js';
+import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.js';
+import type { ChildFixtures, ChildMessage, ParentMessage, ServerKind, ServerSetup } from './protocol.js';
+import { BENCH_ORDERS, modifiedWindow, seedOrders } from './seed-orders.js';
+import { ORDER_INLINE_PRODUCT, benchDatabaseUrl, orderInlineBody } from './targets.js';
 
 /** High enough that the limiter never refuses a benchmark request; it still runs on each one. */
 const BENCH_RATE_LIMIT = '100000000';
+const SETUPS: readonly ServerSetup[] = ['plain', 'orders', 'ordersPg', 'orders1m'];
 
 interface Running {
   port: number;
   credentials?: { clientId: string; clientSecret: string };
-  ocspPath?: string;
+  fixtures: ChildFixtures;
   close(): Promise<void>;
 }
 
@@ -34,37 +43,147 @@ async function startBaseline(): Promise<Running> {
   const app = Fastify({ logger: false });
   app.get('/', async () => ({ hello: 'world' }));
   await app.listen({ host: '127.0.0.1', port: 0 });
-  return { port: portOf(app.server.address()), close: () => app.close() };
+  return { port: portOf(app.server.address()), fixtures: {}, close: () => app.close() };
 }
 
-async function startCertdesk(): Promise<Running> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'certdesk-bench-'));
+/** Things to undo on close, last first. */
+type Cleanup = (() => Promise<void> | void)[];
+
+async function runCleanup(cleanup: Cleanup): Promise<void> {
+  let failure: unknown;
+  for (const step of cleanup.reverse()) {
+    try {
+      await step();
+    } catch (e) {
+      failure ??= e;
+    }
+  }
+  if (failure !== undefined) throw failure;
+}
+
+async function startCertdesk(setup: ServerSetup): Promise<Running> {
+  const cleanup: Cleanup = [];
   try {
-    const config = loadConfig({
-      CERTDESK_DATA_DIR: dataDir,
-      CERTDESK_RATE_LIMIT: BENCH_RATE_LIMIT,
-    });
-    const services = await createServices(config);
+    const dataDir = mkdtempSync(join(tmpdir(), 'certdesk-bench-'));
+    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const env: Record<string, string> = { CERTDESK_DATA_DIR: dataDir, CERTDESK_RATE_LIMIT: BENCH_RATE_LIMIT };
+    let dns: TestDnsServer | undefined;
+    if (setup === 'orders' || setup === 'ordersPg') {
+      // A real DNS server on loopback, in this process (its CPU counts as the server's).
+      dns = await startDnsServer();
+      cleanup.push(() => dns!.close());
+      env.CERTDESK_DNS_SERVERS = dns.address;
+    }
+    if (setup === 'ordersPg') {
+      const db = await createPgDatabase();
+      cleanup.push(db.drop);
+      env.CERTDESK_DATABASE_URL = db.url;
+    }
+    const services = await createServices(loadConfig(env));
+    cleanup.push(() => services.close());
     const app = await createWebApp(services, false);
+    cleanup.push(() => app.close());
     const created = await services.accounts.createCustomer({
       name: 'Bench Customer', email: 'ops@bench.example', currency: 'EUR', creditLimit: 5000,
       country: 'DE', locale: 'de_DE', timezone: 'Europe/Berlin',
     });
+    const credentials = { clientId: created.application.clientId, clientSecret: created.clientSecret };
+    const fixtures: { -readonly [K in keyof ChildFixtures]: ChildFixtures[K] } = {
+      ocspPath: await ocspFixture(services), database: services.db.dialect,
+    };
+    if (dns !== undefined) fixtures.orderId = await orderFixture(app, services, dns, credentials, created.customer.id);
+    if (setup === 'orders1m') {
+      const csrPem = benchCsr();
+      const t0 = performance.now();
+      const seeded = await seedOrders(services.db, { customerId: created.customer.id, count: BENCH_ORDERS, now: services.clock.nowSeconds(), csrPem });
+      const seconds = (performance.now() - t0) / 1000;
+      const dbFile = join(dataDir, 'certdesk.db');
+      const dbBytes = statSync(dbFile).size + (statSync(`${dbFile}-wal`, { throwIfNoEntry: false })?.size ?? 0);
+      fixtures.seeded = { ...seeded, seconds: Math.round(seconds * 10) / 10, dbBytes };
+      fixtures.modifiedWindow = await modifiedWindow(services.db, created.customer.id, 100);
+    }
     await app.listen({ host: '127.0.0.1', port: 0 });
     return {
       port: portOf(app.server.address()),
-      credentials: { clientId: created.application.clientId, clientSecret: created.clientSecret },
-      ocspPath: await ocspFixture(services),
-      async close() {
-        await app.close();
-        await services.close();
-        rmSync(dataDir, { recursive: true, force: true });
-      },
+      credentials,
+      fixtures,
+      close: () => runCleanup(cleanup),
     };
   } catch (e) {
-    rmSync(dataDir, { recursive: true, force: true });
+    await runCleanup(cleanup).catch(() => undefined);
     throw e;
   }
+}
+
+function benchCsr(): string {
+  const pem = process.env.BENCH_CSR_PEM;
+  if (pem === undefined || !pem.includes('CERTIFICATE REQUEST')) throw new Error('BENCH_CSR_PEM is not set (bench/run.ts passes the bench CSR)');
+  return pem;
+}
+
+/**
+ * The bench customer's DNS proof for the bench CSR (POST /DNSData, as a client would ask for it)
+ * published in the loopback DNS server, the free product's price checked (0: the credit limit
+ * does not matter), and one order placed: it must be issued inline. Returns its id.
+ */
+async function orderFixture(app: App, services: Services, dns: TestDnsServer, c: { clientId: string; clientSecret: string }, customerId: number): Promise<number> {
+  const csrPem = benchCsr();
+  const call = async (method: 'GET' | 'POST', url: string, token?: string, payload?: object) => {
+    const res = await app.inject({ method, url, ...(token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } }), ...(payload === undefined ? {} : { payload }) });
+    if (res.statusCode !== 200) throw new Error(`${method} ${url}: HTTP ${res.statusCode} ${res.body}`);
+    return res.json() as Record<string, unknown>;
+  };
+  const token = (await call('POST', '/oauth2/token', undefined, { grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret })).access_token as string;
+  const dnsData = await call('POST', '/rest/v1/DNSData', token, { CSR: csrPem, ProductCode: ORDER_INLINE_PRODUCT.code });
+  const details = dnsData.DNSAuthDetails as { PointerType: string; DNSValue: string; FQDNs: string[] };
+  if (details.PointerType !== 'TXT') throw new Error(`expected a TXT proof for ${ORDER_INLINE_PRODUCT.code}, got ${JSON.stringify(details)}`);
+  for (const name of details.FQDNs) dns.set(name, [{ type: 'TXT', data: details.DNSValue }]);
+
+  const quote = await call('GET', `/rest/v1/Quote?ProductCode=${ORDER_INLINE_PRODUCT.code}&ValidityPeriod=${ORDER_INLINE_PRODUCT.validityPeriod}`, token);
+  if (typeof quote.Price !== 'number') throw new Error(`GET /Quote: no Price in ${JSON.stringify(quote)}`);
+  if (quote.Price > 0) {
+    // Not free (a changed catalog): a limit no bench run can reach.
+    await services.db.kysely.updateTable('customers').set({ credit_limit_minor: 1e15 }).where('id', '=', customerId).execute();
+  }
+
+  const placed = await call('POST', '/rest/v1/Order', token, JSON.parse(orderInlineBody(csrPem)) as object);
+  if ((placed.Fulfillment as { Certificate?: unknown } | undefined)?.Certificate === undefined) {
+    throw new Error(`the first order was not issued inline: ${JSON.stringify(placed).slice(0, 500)}`);
+  }
+  return placed.ServiceOrderID as number;
+}
+
+/**
+ * A fresh database on the server of CERTDESK_BENCH_DATABASE_URL (or CERTDESK_TEST_DATABASE_URL),
+ * dropped by `drop` (as test/support/databases.ts does: wait for the pool's connections to go).
+ */
+async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const url = benchDatabaseUrl();
+  if (url === undefined) throw new Error('setup ordersPg needs CERTDESK_BENCH_DATABASE_URL or CERTDESK_TEST_DATABASE_URL');
+  const name = `certdesk_bench_${randomBytes(6).toString('hex')}`;
+  const admin = async <R>(fn: (client: pg.Client) => Promise<R>): Promise<R> => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+  const own = new URL(url);
+  own.pathname = `/${name}`;
+  return {
+    url: own.toString(),
+    drop: () => admin(async (c) => {
+      for (let i = 0; i < 100; i++) {
+        const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+        if (rows[0]?.n === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    }),
+  };
 }
 
 /** Makes the CA (small RSA keys: only the OCSP answer is measured), issues one leaf and returns its OCSP GET path. */
@@ -100,11 +219,14 @@ function send(message: ChildMessage): void {
 
 async function main(): Promise<void> {
   const kind = process.argv[2] as ServerKind | undefined;
-  if (kind !== 'baseline' && kind !== 'certdesk') throw new Error(`usage: server.ts <baseline|certdesk> (got ${String(kind)})`);
+  const setup = (process.argv[3] ?? 'plain') as ServerSetup;
+  if ((kind !== 'baseline' && kind !== 'certdesk') || !SETUPS.includes(setup)) {
+    throw new Error(`usage: server.ts <baseline|certdesk> [${SETUPS.join('|')}] (got ${process.argv.slice(2).join(' ')})`);
+  }
   if (process.send === undefined) throw new Error('server.ts is started by bench/run.ts (it needs an IPC channel)');
 
   // Stop requests may come while the server is still starting: they wait for the start.
-  const starting = kind === 'baseline' ? startBaseline() : startCertdesk();
+  const starting = kind === 'baseline' ? startBaseline() : startCertdesk(setup);
   let profiler: Session | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (code: number) => {
@@ -161,7 +283,7 @@ async function main(): Promise<void> {
 
   const running = await starting;
   if (stopping === undefined) {
-    send({ type: 'ready', port: running.port, ...(running.credentials === undefined ? {} : { credentials: running.credentials }), ...(running.ocspPath === undefined ? {} : { ocspPath: running.ocspPath }) });
+    send({ type: 'ready', port: running.port, ...(running.credentials === undefined ? {} : { credentials: running.credentials }), fixtures: running.fixtures });
   }
 }
 

@@ -92,10 +92,13 @@ export class OrderFlow {
   }
 
   /** Whether the DNS record or file for one name of an order (or an order about to be placed) is in place. */
-  async checkProof(order: Pick<OrderRow, 'ca_brand' | 'dcv_value' | 'csr_pem'>, name: string, method: 'DNS' | 'FILE'): Promise<{ ok: true } | { ok: false; problem: string; transient?: boolean }> {
+  async checkProof(
+    order: Pick<OrderRow, 'ca_brand' | 'dcv_value' | 'csr_pem'> & { hashes?: { md5: string; sha256: string } }, name: string, method: 'DNS' | 'FILE',
+  ): Promise<{ ok: true } | { ok: false; problem: string; transient?: boolean }> {
     const brand = this.deps.catalog.brand(order.ca_brand);
     const value = order.dcv_value ?? '';
-    const csrHashes = this.csrHashes(order);
+    // Only the hash-style brand needs the CSR's hashes; the caller may have them already.
+    const csrHashes = brand.dcvConvention === 'hash' ? order.hashes ?? this.csrHashes(order) : { md5: '', sha256: '' };
     if (method === 'DNS') {
       if (brand.dcvConvention === 'token') return checkDnsTxt(this.deps.resolver, dnsRecordName(name), value);
       const sha = csrHashes.sha256.toLowerCase();

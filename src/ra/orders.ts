@@ -67,8 +67,10 @@ export interface OrderCertificate {
 export interface OrderView {
   readonly order: OrderRow;
   readonly names: OrderNameRow[];
-  /** The current certificate of a completed order. */
+  /** The current certificate of a completed order (with includeFulfillment). */
   readonly certificate?: OrderCertificate;
+  /** StartDate and EndDate of the current certificate. */
+  readonly dates?: { readonly notBefore: number; readonly notAfter: number };
   /** The current certificate chains to a distrusted CA (DESIGN §5.8): the phase dates. */
   readonly distrust?: { phase1: number | null; phase2: number | null };
 }
@@ -140,7 +142,7 @@ export class Orders {
     // The free automated product's clients expect exactly that: for it a missing proof refuses the order.
     let inline = false;
     if ((method === 'DNS' || method === 'FILE') && checked.product.validationLevel === 'DV') {
-      const facts = { ca_brand: checked.brand.id, dcv_value: dcv.value, csr_pem: checked.csrPem };
+      const facts = { ca_brand: checked.brand.id, dcv_value: dcv.value, csr_pem: checked.csrPem, hashes: { md5: checked.csr.hashMd5, sha256: checked.csr.hashSha256 } };
       const results = await Promise.all(checked.names.map((n) => this.deps.flow.checkProof(facts, n, method)));
       const failed = results.map((r, i) => (r.ok ? undefined : `${checked.names[i]!}: ${r.problem}`)).filter((x): x is string => x !== undefined);
       inline = failed.length === 0 && caa === undefined;
@@ -168,7 +170,8 @@ export class Orders {
     let id: number;
     try {
       id = await this.deps.transact(async (tx) => {
-        if (!(await tx.orders.reserveCredit(customerId, checked.priceMinor))) {
+        // A free order reserves nothing (and does not lock the customer row).
+        if (checked.priceMinor > 0 && !(await tx.orders.reserveCredit(customerId, checked.priceMinor))) {
           throw new CertdeskError('creditLimitExceeded', `The order costs ${checked.priceMinor / 100} ${principal.account.currency}, more than the credit left on the account.`);
         }
         const orderId = await tx.orders.insertOrder(row);
@@ -371,10 +374,10 @@ export class Orders {
   // Reads ------------------------------------------------------------------------------------
 
   /** One order of the caller's account; another account's order is not found (404). */
-  async getOrder(principal: Principal, id: number): Promise<OrderView> {
+  async getOrder(principal: Principal, id: number, withCertificate = true): Promise<OrderView> {
     const order = await this.deps.orders.get(principal.customerId, id);
     if (order === undefined) throw new CertdeskError('orderNotFound', `Invalid order id ${id}: no such order.`, { field: 'ServiceOrderID' });
-    return (await this.views([order], true))[0]!;
+    return (await this.views([order], withCertificate))[0]!;
   }
 
   async listOrders(principal: Principal, filter: OrderFilter, withCertificates = false, scheduledToReplace = false): Promise<{ orders: OrderView[]; total: number }> {
@@ -396,11 +399,14 @@ export class Orders {
       // Derived, not stored: a COMPLETE order past its last certificate's EndDate is EXPIRED.
       const order = stored.major_status === 'COMPLETE' && stored.cert_not_after !== null && stored.cert_not_after < now ? { ...stored, minor_status: 'EXPIRED' } : stored;
       const own = names.filter((n) => n.order_id === order.id);
-      if (order.issued_at === null || (!withCertificates && marks.size === 0)) return { order, names: own };
+      if (order.issued_at === null) return { order, names: own };
       const latest = await this.deps.orders.latestCertificate(order.id);
-      const mark = latest?.chainIds.map((id) => marks.get(id)).find((m) => m !== undefined);
-      const certificate = latest === undefined || !withCertificates ? undefined : await this.deps.certificates.fulfillment(latest.serial);
-      return { order, names: own, ...(certificate === undefined ? {} : { certificate }), ...(mark === undefined ? {} : { distrust: mark }) };
+      if (latest === undefined) return { order, names: own };
+      const mark = latest.chainIds.map((id) => marks.get(id)).find((m) => m !== undefined);
+      // The chain and the PKCS#7 bundle are built only when Fulfillment is asked for.
+      const full = withCertificates ? await this.deps.certificates.fulfillment(latest.serial) : undefined;
+      const dates = { notBefore: latest.notBefore, notAfter: latest.notAfter };
+      return { order, names: own, dates, ...(full === undefined ? {} : { certificate: full }), ...(mark === undefined ? {} : { distrust: mark }) };
     }));
   }
 }

@@ -6,6 +6,7 @@ import { ca } from './migrations/0003-ca.js';
 import { orderDcv } from './migrations/0004-order-dcv.js';
 import { mail } from './migrations/0005-mail.js';
 import { emailApproval } from './migrations/0006-email-approval.js';
+import { orderIndexes } from './migrations/0007-order-indexes.js';
 import { reissue } from './migrations/0008-reissue.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
@@ -17,6 +18,7 @@ function migrations(db: Db): Record<string, Migration> {
     '0004-order-dcv': orderDcv(db.dialect),
     '0005-mail': mail(db.dialect),
     '0006-email-approval': emailApproval(db.dialect),
+    '0007-order-indexes': orderIndexes(db.dialect),
     '0008-reissue': reissue(db.dialect),
   };
 }

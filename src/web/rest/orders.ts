@@ -94,8 +94,9 @@ export function registerOrders(app: App, deps: { orders: Orders }): void {
     async (request) => {
       const id = Number(request.params.ServiceOrderID);
       if (!Number.isSafeInteger(id) || id < 1 || id > 2_147_483_647) throw new CertdeskError('orderNotFound', undefined, { field: 'ServiceOrderID' });
-      const view = await deps.orders.getOrder(principalOf(request), id);
-      return { success: true as const, OrderInfo: orderInfo(view, includes(request.query)) };
+      const inc = includes(request.query);
+      const view = await deps.orders.getOrder(principalOf(request), id, inc.fulfillment);
+      return { success: true as const, OrderInfo: orderInfo(view, inc) };
     },
   );
 
@@ -178,7 +179,7 @@ function includes(q: IncludeQuery): Includes {
 
 /** OrderInfo (spec 2.11): status always, the other blocks by the include* flags; no Fulfillment while pending. */
 export function orderInfo(view: OrderView, inc: Includes): Record<string, unknown> {
-  const { order, names, certificate, distrust } = view;
+  const { order, names, certificate, distrust, dates } = view;
   const major = order.major_status as MajorStatus;
   const minor = order.minor_status as MinorStatus;
   const info: Record<string, unknown> = {
@@ -187,7 +188,7 @@ export function orderInfo(view: OrderView, inc: Includes): Record<string, unknow
     OrderStatus: {
       OrderDate: formatTimestamp(order.order_date), UpdateDate: formatTimestamp(order.update_date),
       MajorStatus: major, MinorStatus: minor, Progress: progressOf(major, minor),
-      ...(certificate === undefined ? {} : { StartDate: formatTimestamp(certificate.notBefore), EndDate: formatTimestamp(certificate.notAfter) }),
+      ...(dates === undefined ? {} : { StartDate: formatTimestamp(dates.notBefore), EndDate: formatTimestamp(dates.notAfter) }),
     },
   };
   if (distrust !== undefined) {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +57,16 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
     const r = spawnSync('openssl', ['verify', '-crl_check', '-CRLfile', join(dir, 'crl.pem'), '-CAfile', join(dir, 'root.pem'), '-untrusted', join(dir, 'int.pem'), join(dir, 'leaf.pem')], { encoding: 'utf8' });
     return `${r.stdout}${r.stderr}`;
   };
+  /** openssl ocsp over the responder's answer for a certificate (the responder as the CA runs it). */
+  const ocspStatus = async (certificate: string, intermediate: string) => {
+    writeFileSync(join(dir, 'o-leaf.pem'), certificate);
+    writeFileSync(join(dir, 'o-int.pem'), intermediate);
+    writeFileSync(join(dir, 'o-root.pem'), t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root);
+    spawnSync('openssl', ['ocsp', '-issuer', join(dir, 'o-int.pem'), '-cert', join(dir, 'o-leaf.pem'), '-reqout', join(dir, 'o.req'), '-no_nonce']);
+    writeFileSync(join(dir, 'o.resp'), await t.services.ca.ocsp(readFileSync(join(dir, 'o.req'))));
+    const r = spawnSync('openssl', ['ocsp', '-respin', join(dir, 'o.resp'), '-issuer', join(dir, 'o-int.pem'), '-CAfile', join(dir, 'o-root.pem'), '-cert', join(dir, 'o-leaf.pem'), '-no_nonce'], { encoding: 'utf8' });
+    return `${r.stdout}${r.stderr}`;
+  };
   const at = async <T>(seconds: number, fn: () => Promise<T>): Promise<T> => {
     const saved = t.clock.nowSeconds();
     t.clock.set(saved + seconds);
@@ -93,6 +103,9 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
       });
       expect((await revokedAt(placed.ServiceOrderID)).every((r) => r !== null)).toBe(true);
       expect(await crlVerify(placed.Fulfillment!.Certificate, placed.Fulfillment!.Intermediate)).toContain('certificate revoked');
+      const ocsp = await ocspStatus(placed.Fulfillment!.Certificate, placed.Fulfillment!.Intermediate);
+      expect(ocsp).toContain('Response verify OK');
+      expect(ocsp).toMatch(/o-leaf\.pem: revoked/);
     });
 
     it('ok/day 31 after issuance: cancelled but charged; the certificate revoked all the same', async () => {
@@ -135,6 +148,9 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
       expect(await used()).toBeCloseTo(before, 2);
       const crl = await crlVerify(placed.Fulfillment!.Certificate, placed.Fulfillment!.Intermediate);
       expect(crl).toContain('certificate revoked');
+      const ocsp = await ocspStatus(placed.Fulfillment!.Certificate, placed.Fulfillment!.Intermediate);
+      expect(ocsp).toContain('Response verify OK');
+      expect(ocsp).toContain('Reason: keyCompromise');
     });
 
     it('ok/the same through the query (the spec\u2019s reference form); after the RefundPeriod no refund', async () => {

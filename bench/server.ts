@@ -6,14 +6,12 @@
 // (bench/protocol.ts). Exits on SIGTERM/SIGINT or when the parent goes away (IPC disconnect),
 // removing its temporary data (and its PostgreSQL database).
 import type { AddressInfo } from 'node:net';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Fastify from 'fastify';
-import pg from 'pg';
 import { loadConfig } from '../src/config/index.js';
 import { X509Certificate } from 'node:crypto';
 import { checkCsr } from '../src/ca/index.js';
@@ -23,6 +21,7 @@ import { children, readTlv } from '../src/core/der.js';
 import { createServices, createWebApp, type Services } from '../src/main.js';
 import type { App } from '../src/web/types.js';
 import { generateKeyAndCsr } from '../src/validation/keygen.js';
+import { scratchPostgresDatabase } from '../test/support/databases.js';
 import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.js';
 import type { ChildFixtures, ChildMessage, ParentMessage, ServerKind, ServerSetup } from './protocol.js';
 import { BENCH_ORDERS, modifiedWindow, seedOrders } from './seed-orders.js';
@@ -160,30 +159,7 @@ async function orderFixture(app: App, services: Services, dns: TestDnsServer, c:
 async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const url = benchDatabaseUrl();
   if (url === undefined) throw new Error('setup ordersPg needs CERTDESK_BENCH_DATABASE_URL or CERTDESK_TEST_DATABASE_URL');
-  const name = `certdesk_bench_${randomBytes(6).toString('hex')}`;
-  const admin = async <R>(fn: (client: pg.Client) => Promise<R>): Promise<R> => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      return await fn(client);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
-  const own = new URL(url);
-  own.pathname = `/${name}`;
-  return {
-    url: own.toString(),
-    drop: () => admin(async (c) => {
-      for (let i = 0; i < 100; i++) {
-        const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
-        if (rows[0]?.n === 0) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    }),
-  };
+  return scratchPostgresDatabase(url, 'certdesk_bench');
 }
 
 /** Makes the CA (small RSA keys: only the OCSP answer is measured), issues one leaf and returns its OCSP GET path. */

@@ -5,19 +5,18 @@
 // before the order is completed. A second worker process then takes the job over once the dead
 // one's lease has run out, and must complete the order with the certificate already signed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config/index.js';
 import { createServices, createWebApp, type Services } from '../src/main.js';
 import { openDatabase, type Db } from '../src/storage/index.js';
 import { testCsr } from './support/csr.js';
+import { scratchPostgresDatabase } from './support/databases.js';
 import { startDnsServer } from './support/dns-server.js';
 
 const CHILD = fileURLToPath(new URL('./support/order-worker-child.ts', import.meta.url));
@@ -43,36 +42,7 @@ const sqlite: Target = {
 
 /** A fresh PostgreSQL database per test, as test/support/databases.ts makes them (migrated by createServices). */
 function postgres(adminUrl: string): Target {
-  const admin = async <R>(fn: (client: pg.Client) => Promise<R>): Promise<R> => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      return await fn(client);
-    } finally {
-      await client.end();
-    }
-  };
-  return {
-    dialect: 'postgres',
-    async create() {
-      const name = `cdt_${randomBytes(6).toString('hex')}`;
-      await admin((c) => c.query(`CREATE DATABASE "${name}"`));
-      const own = new URL(adminUrl);
-      own.pathname = `/${name}`;
-      return {
-        url: own.toString(),
-        drop: () => admin(async (c) => {
-          // Closed pools may still be closing their connections (and a killed child's may linger): wait briefly, then force.
-          for (let i = 0; i < 100; i++) {
-            const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
-            if (rows[0]?.n === 0) break;
-            await new Promise((r) => setTimeout(r, 20));
-          }
-          await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-        }),
-      };
-    },
-  };
+  return { dialect: 'postgres', create: () => scratchPostgresDatabase(adminUrl) };
 }
 
 function targets(): Target[] {

@@ -32,14 +32,15 @@ async function openSqlite(): Promise<Db> {
 }
 
 /**
- * A fresh database per call, dropped on close. (Schemas in one shared database are not enough:
- * Kysely's migrator introspects every schema it can see, and fails when a parallel test file
- * drops its own schema in the middle of that scan.)
+ * A new, empty PostgreSQL database on the server of `adminUrl` (named `<prefix>_<random>`), and a
+ * `drop` that removes it. pg's Pool.end() resolves once it has asked each connection to close,
+ * not once they have: dropping with FORCE while one is still closing kills it with an error nobody
+ * listens to, so `drop` waits (briefly) for the server to see them gone first.
  */
-async function openPostgres(url: string): Promise<Db> {
-  const name = `cdt_${randomBytes(6).toString('hex')}`;
+export async function scratchPostgresDatabase(adminUrl: string, prefix = 'cdt'): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = async <R>(fn: (client: pg.Client) => Promise<R>): Promise<R> => {
-    const client = new pg.Client({ connectionString: url });
+    const client = new pg.Client({ connectionString: adminUrl });
     await client.connect();
     try {
       return await fn(client);
@@ -48,22 +49,32 @@ async function openPostgres(url: string): Promise<Db> {
     }
   };
   await admin((c) => c.query(`CREATE DATABASE "${name}"`));
-  const own = new URL(url);
+  const own = new URL(adminUrl);
   own.pathname = `/${name}`;
-  const db = await openDatabase({ url: own.toString(), poolSize: 5 });
-  const close = async () => {
-    await db.close();
-    // pg's Pool.end() resolves once it has asked each connection to close, not once they have.
-    // Dropping with FORCE while one is still closing kills it with an error nobody listens to, so
-    // wait (briefly) for the server to see them gone first.
-    await admin(async (c) => {
+  return {
+    url: own.toString(),
+    drop: () => admin(async (c) => {
       for (let i = 0; i < 100; i++) {
         const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
         if (rows[0]?.n === 0) break;
         await new Promise((r) => setTimeout(r, 20));
       }
       await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    });
+    }),
+  };
+}
+
+/**
+ * A fresh database per call, dropped on close. (Schemas in one shared database are not enough:
+ * Kysely's migrator introspects every schema it can see, and fails when a parallel test file
+ * drops its own schema in the middle of that scan.)
+ */
+async function openPostgres(url: string): Promise<Db> {
+  const scratch = await scratchPostgresDatabase(url);
+  const db = await openDatabase({ url: scratch.url, poolSize: 5 });
+  const close = async () => {
+    await db.close();
+    await scratch.drop();
   };
   try {
     await migrateToLatest(db);

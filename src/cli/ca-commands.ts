@@ -1,14 +1,12 @@
 // Operator commands of the built-in CA (DESIGN §4, §5.7).
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { lines, print } from './print.js';
+import { iso, lines, print } from './print.js';
 import { CertdeskError, SIGNATURE_HASH_ALGORITHMS, type SignatureHashAlgorithm } from '../core/index.js';
 import { checkCsr, REVOCATION_REASONS, type BuiltinCa } from '../ca/index.js';
 import type { CatalogService } from '../ra/catalog.js';
 
 export type OpenCa = () => Promise<{ ca: BuiltinCa; catalog: CatalogService; keyBits: { rsaRootBits: number; rsaIntermediateBits: number }; close(): Promise<void> }>;
-
-const iso = (s: number) => new Date(s * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** A date for distrust phases: YYYY-MM-DD or a full ISO timestamp. */
 function parseDate(text: string, what: string): number {

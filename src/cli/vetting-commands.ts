@@ -1,12 +1,10 @@
 // Operator commands for organization vetting of OV and EV orders (DESIGN §4).
 import type { Command } from 'commander';
-import { lines, print } from './print.js';
+import { iso, lines, print } from './print.js';
 import { parsePositive } from './args.js';
 import type { Vetting } from '../ra/vetting.js';
 
 export type OpenVetting = () => Promise<{ vetting: Vetting; close(): Promise<void> }>;
-
-const iso = (s: number) => new Date(s * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** `vetting list`, `vetting approve ID [EV data]`, `vetting reject ID --reason R`. */
 export function addVettingCommands(program: Command, open: OpenVetting): void {

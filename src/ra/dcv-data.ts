@@ -1,9 +1,8 @@
 import { CertdeskError, type Clock, type Principal, type Product } from '../core/index.js';
 import type { DcvValuesRepo } from '../storage/index.js';
-import { DnsLookupError, checkDnsName, discoverApprovers, parseCsr, type Approver, type DcvResolver } from '../validation/index.js';
+import { DnsLookupError, checkDnsName, constructedApprovers, discoverApprovers, parseCsr, type Approver, type DcvResolver } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
 import { dcvExpectations, type DnsAuthDetails, type FileAuthDetails } from './dcv-details.js';
-import { constructedApprovers } from './orders.js';
 
 /**
  * POST /DNSData, POST /FileData and GET /ApproverList (spec §4.8, §4.19, §4.20; DESIGN §5.6):

@@ -49,6 +49,20 @@ export interface DcvExpectations {
 }
 
 /**
+ * What proves control at a brand, for a CSR (its hashes, upper-case hex) and the DCV value: the
+ * file's name and contents, and for the hash-style brand the CNAME label and target. The one
+ * definition used to show the proof (DNSData, FileData, orders) and to check it (the worker).
+ */
+export function expectedProofs(brand: CaBrand, csr: CsrHashes, value: string): { file: { name: string; contents: string }; cname?: { label: string; target: string } } {
+  if (brand.dcvConvention === 'token') return { file: { name: 'fileauth.txt', contents: value } };
+  const sha = csr.hashSha256.toLowerCase();
+  return {
+    file: { name: `${csr.hashMd5.toUpperCase()}.txt`, contents: `${csr.hashSha256.toUpperCase()}\n${brand.caDomain}\n${value}` },
+    cname: { label: `_${csr.hashMd5.toLowerCase()}`, target: `${sha.slice(0, 32)}.${sha.slice(32)}.${brand.caDomain}` },
+  };
+}
+
+/**
  * The DCV details for a CSR's names at a brand. The value is the customer's for this brand and
  * CSR (created on first use, the same for 30 days), so /DNSData, /FileData, /ValidateCSR and the
  * order all agree.
@@ -63,20 +77,11 @@ export async function dcvExpectations(
   const value = await deps.dcvValues.getOrCreate({ customerId, caBrand: brand.id, csrSha256: csr.hashSha256 }, newDcvValue(), deps.clock.nowSeconds(), DCV_VALUE_TTL);
   const dnsNames = [...new Set(names.map(dnsRecordName))];
   const fileNames = names.filter((n) => !n.startsWith('*.'));
-  if (brand.dcvConvention === 'token') {
-    return {
-      value,
-      dns: { PointerType: 'TXT', DNSEntry: dnsNames[0] ?? '', DNSValue: value, Example: `${dnsNames[0] ?? ''}. 3600 IN TXT "${value}"`, FQDNs: dnsNames },
-      file: { FileName: 'fileauth.txt', FilePath: FILE_PATH, FileContents: value, FQDNs: fileNames },
-    };
+  const proofs = expectedProofs(brand, csr, value);
+  const file = { FileName: proofs.file.name, FilePath: FILE_PATH, FileContents: proofs.file.contents, FQDNs: fileNames };
+  if (proofs.cname === undefined) {
+    return { value, file, dns: { PointerType: 'TXT', DNSEntry: dnsNames[0] ?? '', DNSValue: value, Example: `${dnsNames[0] ?? ''}. 3600 IN TXT "${value}"`, FQDNs: dnsNames } };
   }
-  const md5 = csr.hashMd5.toLowerCase();
-  const sha = csr.hashSha256.toLowerCase();
-  const target = `${sha.slice(0, 32)}.${sha.slice(32)}.${brand.caDomain}`;
-  return {
-    value,
-    cname: { label: `_${md5}`, target },
-    dns: { PointerType: 'CNAME', DNSEntry: `_${md5}`, DNSValue: target, Example: `_${md5}.${names[0] ?? ''}. 3600 IN CNAME ${target}.`, FQDNs: [...names] },
-    file: { FileName: `${csr.hashMd5.toUpperCase()}.txt`, FilePath: FILE_PATH, FileContents: `${csr.hashSha256.toUpperCase()}\n${brand.caDomain}\n${value}`, FQDNs: fileNames },
-  };
+  const { label, target } = proofs.cname;
+  return { value, file, cname: proofs.cname, dns: { PointerType: 'CNAME', DNSEntry: label, DNSValue: target, Example: `${label}.${names[0] ?? ''}. 3600 IN CNAME ${target}.`, FQDNs: [...names] } };
 }

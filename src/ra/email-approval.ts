@@ -1,9 +1,9 @@
 import { CertdeskError, customerId as toCustomerId, type Clock, type Principal } from '../core/index.js';
 import type { AuditRepo, OrderRow, OrdersRepo } from '../storage/index.js';
-import { DnsLookupError, discoverApprovers, type DcvResolver } from '../validation/index.js';
+import { DnsLookupError, constructedApprovers, discoverApprovers, type DcvResolver } from '../validation/index.js';
 import type { Mailer } from './mail.js';
 import type { OrderFlow } from './order-flow.js';
-import { constructedApprovers, type Actor } from './orders.js';
+import { actorName, type Actor } from './actor.js';
 import { hashSecret, newSecret } from './secrets.js';
 
 /** What the confirmation page shows (GET never changes anything: mail scanners follow links). */
@@ -132,9 +132,8 @@ export class EmailApprovals {
   }
 
   private async audit(actor: Actor, order: OrderRow, action: string, details: Record<string, unknown>): Promise<void> {
-    const p = actor.principal;
     await this.deps.audit.append({
-      at: this.deps.clock.nowSeconds(), customerId: p.customerId, actor: p.userId !== null ? `user:${p.userId}` : `app:${p.applicationId ?? '?'}`,
+      at: this.deps.clock.nowSeconds(), customerId: actor.principal.customerId, actor: actorName(actor.principal),
       clientAddress: actor.clientAddress, action, subject: String(order.id), details,
     });
   }

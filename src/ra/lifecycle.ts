@@ -5,14 +5,15 @@ import {
 } from '../core/index.js';
 import { checkCsr, type Issuer } from '../ca/index.js';
 import { ensureRecurring, type AuditRepo, type DcvValuesRepo, type JobsRepo, type NewOrderName, type OrderRow, type OrdersRepo } from '../storage/index.js';
-import { DEFAULT_BLOCKED_NAMES, parseCsr, type CsrInfo } from '../validation/index.js';
+import { DEFAULT_BLOCKED_NAMES, constructedApprovers, parseCsr, type CsrInfo } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
 import { dcvExpectations } from './dcv-details.js';
 import type { EmailApprovals } from './email-approval.js';
 import type { Mailer } from './mail.js';
-import type { Notifier } from './notify.js';
+import { contactAddresses, type Notifier } from './notify.js';
 import type { OrderFlow } from './order-flow.js';
-import { constructedApprovers, orderNames, type Actor } from './orders.js';
+import { actorName, type Actor } from './actor.js';
+import { orderNames } from './orders.js';
 
 const DAY = 86_400;
 /** Spec §8: cancelling is free before issuance and up to 30 days after it; later it is charged. */
@@ -85,7 +86,7 @@ export class Lifecycle {
    */
   async reissue(actor: Actor, orderId: number, input: ReissueInput): Promise<void> {
     const order = await this.owned(actor, orderId);
-    await this.reissueOrder(order, input, { actor: actorName(actor), clientAddress: actor.clientAddress });
+    await this.reissueOrder(order, input, { actor: actorName(actor.principal), clientAddress: actor.clientAddress });
   }
 
   /**
@@ -207,8 +208,7 @@ export class Lifecycle {
     if (method === 'EMAIL' && !allShown) await this.deps.approvals.sendForNewOrder(order.id);
     if (who.actor === 'system' && !allShown) {
       // A renewal the customer must act on: the DCV proof has to be shown again.
-      const contacts = JSON.parse(order.contacts_json) as { AdminContact?: { Email?: unknown }; TechContact?: { Email?: unknown } };
-      const to = [contacts.AdminContact?.Email, contacts.TechContact?.Email].filter((e, i, all): e is string => typeof e === 'string' && e !== '' && all.indexOf(e) === i);
+      const to = contactAddresses(order);
       const how = method === 'DNS' ? `Publish the DNS record: ${dcv.dns.Example}` : method === 'FILE' ? `Publish ${dcv.file.FilePath}${dcv.file.FileName} containing:\n${dcv.file.FileContents}` : 'The approver has been sent a new approval mail.';
       for (const address of to) {
         await this.deps.mailer.send({
@@ -237,12 +237,12 @@ export class Lifecycle {
     const done = await this.deps.transact(async (tx) => {
       if (!(await tx.orders.transition(order.id, { major, minor: order.minor_status as MinorStatus }, { major: 'CANCELLED', minor: 'CANCELLED' }, now, refund ? { billing_status: 'refunded' } : { billing_status: 'cleared' }))) return false;
       if (refund) await this.refund(tx, order, now);
-      await tx.audit.append({ at: now, customerId: actor.principal.customerId, actor: actorName(actor), clientAddress: actor.clientAddress, action: 'order.cancelled', subject: String(order.id), details: { refunded: refund, from: major } });
+      await tx.audit.append({ at: now, customerId: actor.principal.customerId, actor: actorName(actor.principal), clientAddress: actor.clientAddress, action: 'order.cancelled', subject: String(order.id), details: { refunded: refund, from: major } });
       return true;
     });
     if (!done) throw new CertdeskError('conflict', `Order ${orderId} changed while it was being cancelled: read it again.`, { field: 'ServiceOrderID' });
     // A cancelled order's certificates must not outlive it.
-    await this.revokeAll(order.id, 'cessationOfOperation', actorName(actor));
+    await this.revokeAll(order.id, 'cessationOfOperation', actorName(actor.principal));
     await this.deps.notify?.orderEvent((await this.deps.orders.byId(order.id))!, 'cancelled', refund ? 'The order was refunded.' : 'Cancelled more than 30 days after issuance: the order stays charged.');
     return { refunded: refund };
   }
@@ -260,7 +260,7 @@ export class Lifecycle {
     const cert = certs.find((c) => c.serial === serial);
     if (cert === undefined) throw new CertdeskError('invalidInput', 'The certificate does not belong to this order.', { field: 'Certificate' });
     const reason = revocationReason(reasonText);
-    const result = await this.deps.ca.revoke(serial, reason, { actor: actorName(actor) });
+    const result = await this.deps.ca.revoke(serial, reason, { actor: actorName(actor.principal) });
     const now = this.deps.clock.nowSeconds();
     const current = certs[0]!.serial === serial;
     let refunded = false;
@@ -276,7 +276,7 @@ export class Lifecycle {
       });
     }
     await this.deps.audit.append({
-      at: now, customerId: actor.principal.customerId, actor: actorName(actor), clientAddress: actor.clientAddress, action: 'order.revoked', subject: String(order.id),
+      at: now, customerId: actor.principal.customerId, actor: actorName(actor.principal), clientAddress: actor.clientAddress, action: 'order.revoked', subject: String(order.id),
       details: { serial, reason, alreadyRevoked: result.alreadyRevoked, refunded },
     });
     await this.deps.notify?.orderEvent((await this.deps.orders.byId(order.id))!, 'revoked', `Serial ${serial}, reason ${reason}.`);
@@ -303,9 +303,5 @@ export class Lifecycle {
   }
 }
 
-function actorName(actor: Actor): string {
-  const p = actor.principal;
-  return p.userId !== null ? `user:${p.userId}` : `app:${p.applicationId ?? '?'}`;
-}
 
 const pending = (names: readonly NewOrderName[]) => names.filter((n) => n.status !== 'VALIDATED').map((n) => n.name).join(', ');

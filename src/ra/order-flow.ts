@@ -5,7 +5,7 @@ import { checkCsr, type IssuedCertificate, type Issuer, type OrganizationSubject
 import type { AuditRepo, JobsRepo, OrderRow, OrdersRepo } from '../storage/index.js';
 import { checkCaa, checkDnsCname, checkDnsTxt, checkFile, type DcvResolver, type FileCheckOptions } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
-import { dnsRecordName } from './dcv-details.js';
+import { dnsRecordName, expectedProofs, type CsrHashes } from './dcv-details.js';
 import type { Notifier } from './notify.js';
 
 const DAY = 86_400;
@@ -93,28 +93,25 @@ export class OrderFlow {
 
   /** Whether the DNS record or file for one name of an order (or an order about to be placed) is in place. */
   async checkProof(
-    order: Pick<OrderRow, 'ca_brand' | 'dcv_value' | 'csr_pem'> & { hashes?: { md5: string; sha256: string } }, name: string, method: 'DNS' | 'FILE',
+    order: Pick<OrderRow, 'ca_brand' | 'dcv_value' | 'csr_pem'> & { hashes?: CsrHashes }, name: string, method: 'DNS' | 'FILE',
   ): Promise<{ ok: true } | { ok: false; problem: string; transient?: boolean }> {
     const brand = this.deps.catalog.brand(order.ca_brand);
     const value = order.dcv_value ?? '';
     // Only the hash-style brand needs the CSR's hashes; the caller may have them already.
-    const csrHashes = brand.dcvConvention === 'hash' ? order.hashes ?? this.csrHashes(order) : { md5: '', sha256: '' };
+    const hashes = brand.dcvConvention === 'hash' ? order.hashes ?? this.csrHashes(order) : { hashMd5: '', hashSha256: '' };
+    const { file, cname } = expectedProofs(brand, hashes, value);
     if (method === 'DNS') {
-      if (brand.dcvConvention === 'token') return checkDnsTxt(this.deps.resolver, dnsRecordName(name), value);
-      const sha = csrHashes.sha256.toLowerCase();
-      return checkDnsCname(this.deps.resolver, name.replace(/^\*\./, ''), csrHashes.md5.toLowerCase(), `${sha.slice(0, 32)}.${sha.slice(32)}.${brand.caDomain}`);
+      if (cname === undefined) return checkDnsTxt(this.deps.resolver, dnsRecordName(name), value);
+      return checkDnsCname(this.deps.resolver, name.replace(/^\*\./, ''), cname.label.slice(1), cname.target);
     }
-    const file = brand.dcvConvention === 'token'
-      ? { name: 'fileauth.txt', contents: value }
-      : { name: `${csrHashes.md5.toUpperCase()}.txt`, contents: `${csrHashes.sha256.toUpperCase()}\n${brand.caDomain}\n${value}` };
     return checkFile(name, file.name, file.contents, { ...this.deps.file, resolve: (host) => this.deps.resolver.addresses(host) });
   }
 
   /** HashMD5 and HashSHA256 of the order's CSR (DER), upper-case hex as /ValidateCSR shows them. */
-  private csrHashes(order: Pick<OrderRow, 'csr_pem'>): { md5: string; sha256: string } {
+  private csrHashes(order: Pick<OrderRow, 'csr_pem'>): CsrHashes {
     const der = checkCsr(order.csr_pem ?? '').der;
     const hash = (alg: string) => createHash(alg).update(der).digest('hex').toUpperCase();
-    return { md5: hash('md5'), sha256: hash('sha256') };
+    return { hashMd5: hash('md5'), hashSha256: hash('sha256') };
   }
 
   /**

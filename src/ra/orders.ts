@@ -6,11 +6,12 @@ import {
 import { checkCsr } from '../ca/index.js';
 import type { AuditRepo, DcvValuesRepo, JobsRepo, NewOrderName, OrderFilter, OrderNameRow, OrderRow, OrdersRepo } from '../storage/index.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { DEFAULT_BLOCKED_NAMES, baseDomain, checkDnsName, isBlockedName, parseCsr, type CsrInfo } from '../validation/index.js';
+import { DEFAULT_BLOCKED_NAMES, baseDomain, checkDnsName, constructedApprovers, isBlockedName, parseCsr, type CsrInfo } from '../validation/index.js';
 import type { CatalogService } from './catalog.js';
 import { dcvExpectations, type DnsAuthDetails, type FileAuthDetails } from './dcv-details.js';
 import type { EmailApprovals } from './email-approval.js';
 import type { OrderFlow } from './order-flow.js';
+import { actorName, type Actor } from './actor.js';
 import { quotePrice } from './pricing.js';
 import { randomString } from './secrets.js';
 
@@ -32,11 +33,7 @@ export interface OrderInput {
   readonly OrganizationInfo?: { readonly OrganizationName?: unknown; readonly OrganizationAddress?: AddressInput };
 }
 
-/** The request context of a write: who, from where (for the audit log). */
-export interface Actor {
-  readonly principal: Principal;
-  readonly clientAddress: string | null;
-}
+export type { Actor } from './actor.js';
 
 export interface PlacedOrder {
   readonly order: OrderRow;
@@ -96,7 +93,6 @@ export interface OrdersDeps extends OrderRepos {
 /** Largest page of GET /Orders (documented in docs/orders.md). */
 export const MAX_ITEMS_PER_PAGE = 1000;
 export const DEFAULT_ITEMS_PER_PAGE = 100;
-const CONSTRUCTED_APPROVERS = ['admin', 'administrator', 'webmaster', 'hostmaster', 'postmaster'];
 const EMAIL = /^[a-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[a-z0-9-]+(\.[a-z0-9-]+)+$/i;
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined);
@@ -142,7 +138,7 @@ export class Orders {
     // The free automated product's clients expect exactly that: for it a missing proof refuses the order.
     let inline = false;
     if ((method === 'DNS' || method === 'FILE') && checked.product.validationLevel === 'DV') {
-      const facts = { ca_brand: checked.brand.id, dcv_value: dcv.value, csr_pem: checked.csrPem, hashes: { md5: checked.csr.hashMd5, sha256: checked.csr.hashSha256 } };
+      const facts = { ca_brand: checked.brand.id, dcv_value: dcv.value, csr_pem: checked.csrPem, hashes: checked.csr };
       const results = await Promise.all(checked.names.map((n) => this.deps.flow.checkProof(facts, n, method)));
       const failed = results.map((r, i) => (r.ok ? undefined : `${checked.names[i]!}: ${r.problem}`)).filter((x): x is string => x !== undefined);
       inline = failed.length === 0 && caa === undefined;
@@ -483,28 +479,6 @@ function checkAddress(a: AddressInput | undefined, field: string, withPhone: boo
   }
   const country = text(a.Country);
   if (country !== undefined && !/^[A-Za-z]{2}$/.test(country)) bad(`${field}.Country`, `${field}.Country is a two-letter ISO 3166 code.`);
-}
-
-/**
- * The constructed approver addresses of a name (DESIGN §5.6): admin@, administrator@, webmaster@,
- * hostmaster@ and postmaster@ of the name and each parent down to its base domain.
- */
-export function constructedApprovers(name: string): string[] {
-  const host = name.startsWith('*.') ? name.slice(2) : name;
-  const base = baseDomain(host)?.domain;
-  if (base === undefined) return [];
-  const out: string[] = [];
-  let current = host;
-  for (;;) {
-    for (const local of CONSTRUCTED_APPROVERS) out.push(`${local}@${current}`);
-    if (current === base || !current.includes('.')) break;
-    current = current.slice(current.indexOf('.') + 1);
-  }
-  return out;
-}
-
-function actorName(principal: Principal): string {
-  return principal.userId !== null ? `user:${principal.userId}` : `app:${principal.applicationId ?? '?'}`;
 }
 
 /** JSON with sorted keys: the same request gives the same hash whatever order its members came in. */

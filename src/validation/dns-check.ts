@@ -230,6 +230,23 @@ export interface Approver {
 const CONSTRUCTED_LOCAL_PARTS = ['admin', 'administrator', 'webmaster', 'hostmaster', 'postmaster'] as const;
 
 /**
+ * The constructed approver addresses of a name (DESIGN §5.6): admin@, administrator@, webmaster@,
+ * hostmaster@ and postmaster@ of the name and each parent down to its base domain, most specific
+ * first; [] for a name without a base domain. No lookup: what discoverApprovers starts from.
+ */
+export function constructedApprovers(name: string): string[] {
+  return approverNames(name)?.names.flatMap((n) => CONSTRUCTED_LOCAL_PARTS.map((local) => `${local}@${n}`)) ?? [];
+}
+
+/** The name (wildcard removed) and each parent down to its base domain; undefined without one. */
+function approverNames(name: string): { domain: string; names: string[] } | undefined {
+  const base = baseDomain(name);
+  if (base === undefined) return undefined;
+  const host = base.fqdn.startsWith('*.') ? base.fqdn.slice(2) : base.fqdn;
+  return { domain: base.domain, names: climb(host).slice(0, host.split('.').length - base.domain.split('.').length + 1) };
+}
+
+/**
  * DESIGN §5.6 EMAIL approvers: the constructed addresses admin@, administrator@, webmaster@,
  * hostmaster@, postmaster@ of `name` and each parent down to and including its base domain
  * (`baseDomain`: ICANN section of the public suffix list, wildcard '*.' removed) — 'Generic';
@@ -241,10 +258,9 @@ const CONSTRUCTED_LOCAL_PARTS = ['admin', 'administrator', 'webmaster', 'hostmas
  * cannot be answered.
  */
 export async function discoverApprovers(resolver: DcvResolver, name: string): Promise<{ domain: string; approvers: Approver[] }> {
-  const base = baseDomain(name);
-  if (base === undefined) throw new CertdeskError('invalidName', `${JSON.stringify(name)} has no registered domain to find approvers for.`);
-  const host = base.fqdn.startsWith('*.') ? base.fqdn.slice(2) : base.fqdn;
-  const names = climb(host).slice(0, host.split('.').length - base.domain.split('.').length + 1);
+  const found = approverNames(name);
+  if (found === undefined) throw new CertdeskError('invalidName', `${JSON.stringify(name)} has no registered domain to find approvers for.`);
+  const { domain, names } = found;
 
   const [txts, caas] = await Promise.all([
     Promise.all(names.map((n) => resolver.txt(`_validation-contactemail.${n}`))),
@@ -258,12 +274,12 @@ export async function discoverApprovers(resolver: DcvResolver, name: string): Pr
     seen.add(address);
     approvers.push({ ApproverEmail: address, ApproverType: type });
   };
-  for (const n of names) for (const local of CONSTRUCTED_LOCAL_PARTS) add(`${local}@${n}`, 'Generic');
+  for (const address of constructedApprovers(name)) add(address, 'Generic');
   for (let i = 0; i < names.length; i++) {
     for (const value of txts[i] ?? []) add(emailAddress(value), 'Domain');
     for (const record of caas[i] ?? []) if (record.tag === 'contactemail') add(emailAddress(record.value), 'Domain');
   }
-  return { domain: base.domain, approvers };
+  return { domain, approvers };
 }
 
 const LOCAL_PART = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;

@@ -1,27 +1,20 @@
-import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { CertdeskError, customerId as toCustomerId, type Clock, type ProductType, type SignatureHashAlgorithm } from '../core/index.js';
-import { children, readTlv } from '../core/der.js';
 import type { AuditEvent, AuditRepo, CaCertificateRow, CaRepo, NewLeaf } from '../storage/index.js';
 import { GroupCommit } from './group-commit.js';
-import type { CheckedCsr } from './checks.js';
-import { buildCrl } from './crl.js';
-import { pem } from './der-writer.js';
-import { subjectPublicKey, type CaKey, type CaKeyAlgorithm, type KeyStore } from './keys.js';
+import { fromPem, pem } from './der-writer.js';
+import { answerOcsp, crlDue, ocspIssuerIndex, signCrl, type IssuingKeyLookup } from './status.js';
+import { describeAlgorithm, type CaKey, type KeyStore } from './keys.js';
 import { assertLintClean, type LeafTemplate } from './lint.js';
-import { buildOcspResponse, ocspErrorResponse, parseOcspRequest, OcspMalformedError, type OcspStatus } from './ocsp.js';
 import { certsOnlyPkcs7 } from './pkcs7.js';
-import { maxLifetime, profileFor, subjectAttributes, type OrganizationSubject, type Profile } from './profiles.js';
-import {
-  KU, authorityInfoAccess, authorityKeyIdentifier, basicConstraints, certificatePolicies, crlDistributionPoints, extKeyUsage, keyUsage,
-  name, signed, subjectAltName, subjectKeyIdentifier, tbsCertificate, type NameAttribute,
-} from './x509.js';
-import { hierarchySpecs, type BrandHierarchy, type CaRole } from './hierarchy.js';
+import { profileFor } from './profiles.js';
+import { name, signed, subjectAltName, subjectKeyIdentifier, subjectOf, tbsCertificate } from './x509.js';
+import { hierarchySpecs, signCaCertificate, type BrandHierarchy, type CaRole } from './hierarchy.js';
+import { newSerial, serialHex } from './serials.js';
+import { fixedLeafExtensions, leafTemplate } from './leaf.js';
 import { REVOCATION_REASONS, type ChainInfo, type IssueRequest, type IssuedCertificate, type Issuer, type RevocationResult } from './issuer.js';
 
 const DAY = 86_400;
-/** OCSP responses and CRLs are valid a week and refreshed after half of it (BR §4.9.7, §4.9.10). */
-const STATUS_VALIDITY = 7 * DAY;
-const OCSP_REFRESH_AFTER = Math.floor(STATUS_VALIDITY / 2);
 
 export interface BuiltinCaOptions {
   readonly repo: CaRepo;
@@ -54,50 +47,6 @@ interface Chain {
   readonly intermediatePem: string;
 }
 
-/** The issuing CA behind an OCSP CertID: its key and subject. */
-interface IssuingKey {
-  readonly key: CaKey;
-  readonly subject: Uint8Array;
-}
-
-const serialHex = (serial: Uint8Array) => Buffer.from(serial).toString('hex').toUpperCase();
-
-// Random bytes come from a pool refilled 4 KiB at a time: one CSPRNG call per ~370 serials
-// instead of one each (a call costs ~5 µs, as much as encoding the rest of the certificate).
-let randomPool = Buffer.alloc(0);
-let randomPos = 0;
-const SERIAL_RANDOM_BYTES = 11;
-
-/**
- * A serial number of 16 octets: 0x01, the issue second (32 bits), then 88 bits from the CSPRNG
- * (BR §7.1: at least 64). Positive and minimal by construction. The time prefix keeps new serials
- * in ascending order, so recording one appends to the serial index instead of writing a random
- * page of it: a third of the cost of recording a leaf in SQLite.
- */
-function newSerial(now: number): Uint8Array {
-  if (randomPos + SERIAL_RANDOM_BYTES > randomPool.length) {
-    randomPool = randomBytes(4096);
-    randomPos = 0;
-  }
-  const s = Buffer.allocUnsafe(16);
-  s[0] = 0x01;
-  s.writeUInt32BE(now >>> 0, 1);
-  randomPool.copy(s, 5, randomPos, randomPos + SERIAL_RANDOM_BYTES);
-  randomPool.fill(0, randomPos, randomPos + SERIAL_RANDOM_BYTES);
-  randomPos += SERIAL_RANDOM_BYTES;
-  return s;
-}
-
-/** The subject Name and subjectPublicKeyInfo of a certificate (DER). */
-function subjectOf(der: Uint8Array): Uint8Array {
-  const cert = readTlv(der, 0);
-  const [tbs] = children(der, cert);
-  const fields = children(der, tbs!);
-  const offset = fields[0]!.tag === 0xa0 ? 1 : 0;
-  const subject = fields[4 + offset]!;
-  return der.subarray(subject.start, subject.end);
-}
-
 /**
  * The built-in certificate authority (DESIGN §5.7): per brand an RSA and an ECC hierarchy with a
  * cross-signed ECC intermediate and, where the brand offers SHA2-256, a legacy root. It signs
@@ -107,8 +56,8 @@ function subjectOf(der: Uint8Array): Uint8Array {
 export class BuiltinCa implements Issuer {
   private certs = new Map<string, CaCert>();
   private keys = new Map<string, CaKey>();
-  /** OCSP lookup: `<hash oid>/<name hash hex>/<key hash hex>` → the issuing key. */
-  private issuing = new Map<string, IssuingKey>();
+  /** OCSP: the issuing key of a CertID. */
+  private issuingKey: IssuingKeyLookup = () => undefined;
   private readonly before: GroupCommit<AuditEvent>;
   private readonly after: GroupCommit<{ leaf: NewLeaf; event: AuditEvent }>;
 
@@ -134,14 +83,7 @@ export class BuiltinCa implements Issuer {
       certs.set(row.id, { row, der, pem: pem('CERTIFICATE', der), subject: subjectOf(der), key });
     }
     this.certs = certs;
-    this.issuing = new Map();
-    for (const c of certs.values()) {
-      if (c.row.parent_id === null) continue;
-      const keyHash = (alg: 'sha1' | 'sha256') => createHash(alg).update(subjectPublicKey(c.key.spki)).digest('hex');
-      for (const [alg, oidText] of [['sha1', '1.3.14.3.2.26'], ['sha256', '2.16.840.1.101.3.4.2.1']] as const) {
-        this.issuing.set(`${oidText}/${createHash(alg).update(c.subject).digest('hex')}/${keyHash(alg)}`, { key: c.key, subject: c.subject });
-      }
-    }
+    this.issuingKey = ocspIssuerIndex([...certs.values()].filter((c) => c.row.parent_id !== null));
   }
 
   /** True when every brand has its hierarchy. */
@@ -165,7 +107,7 @@ export class BuiltinCa implements Issuer {
         const keyId = twin?.key.id ?? `${brand.issuer}-${spec.keyRole}-${generation}`;
         let key = this.keys.get(keyId);
         if (key === undefined) {
-          options.log?.(`generating ${describe(spec.algorithm)} key ${keyId}`);
+          options.log?.(`generating ${describeAlgorithm(spec.algorithm)} key ${keyId}`);
           key = await this.o.keys.generate(keyId, spec.algorithm, now);
           this.keys.set(keyId, key);
         }
@@ -175,20 +117,10 @@ export class BuiltinCa implements Issuer {
         const serial = newSerial(now);
         const notBefore = now;
         const notAfter = Math.min(now + spec.years * 365 * DAY, parent?.row.not_after ?? Number.MAX_SAFE_INTEGER);
-        const signerKey = parent?.key ?? key;
-        const ca = parent === undefined ? undefined : this.caLinks(parent);
-        const extensions = [
-          basicConstraints(true, spec.pathLen),
-          keyUsage(spec.pathLen === undefined ? [KU.keyCertSign, KU.cRLSign] : [KU.digitalSignature, KU.keyCertSign, KU.cRLSign]),
-          subjectKeyIdentifier(key.keyId),
-          ...(parent === undefined ? [] : [authorityKeyIdentifier(parent.key.keyId)]),
-          ...(spec.extKeyUsage === undefined ? [] : [extKeyUsage(spec.extKeyUsage)]),
-          ...(parent === undefined ? [] : [certificatePolicies(['2.5.29.32.0']), crlDistributionPoints(ca!.crl), authorityInfoAccess(null, ca!.caIssuers)]),
-        ];
-        const tbs = tbsCertificate({
-          serial, signatureAlgorithm: signerKey.signer(spec.hash).algorithm, issuer: parent?.subject ?? subject, notBefore, notAfter, subject, spki: key.spki, extensions,
+        const der = signCaCertificate(spec, {
+          serial, subject, notBefore, notAfter, key,
+          parent: parent === undefined ? undefined : { subject: parent.subject, key: parent.key, links: this.caLinks(parent) },
         });
-        const der = signed(tbs, signerKey.signer(spec.hash));
         const row: CaCertificateRow = {
           id, brand: brand.id, role: spec.role, generation, key_id: keyId, parent_id: parent?.row.id ?? null, der: Buffer.from(der).toString('base64'),
           serial: serialHex(serial), not_before: notBefore, not_after: notAfter, distrust_phase1: null, distrust_phase2: null, created_at: now,
@@ -214,7 +146,7 @@ export class BuiltinCa implements Issuer {
     const chainIds = row.chainIds === null ? [] : row.chainIds.split(',');
     const chainCerts = chainIds.map((id) => this.certs.get(id)).filter((c): c is CaCert => c !== undefined);
     const intermediates = chainCerts.slice(0, -1);
-    const der = Buffer.from(row.pem.replace(/-----[^-]+-----|\s/g, ''), 'base64');
+    const der = fromPem(row.pem, 'CERTIFICATE');
     return {
       serial: row.serial, issuerId: row.keyId, certificate: row.pem, der, chainIds,
       intermediate: row.chainPem !== '' ? row.chainPem : intermediates.map((c) => c.pem).join(''),
@@ -304,7 +236,7 @@ export class BuiltinCa implements Issuer {
       throw new CertdeskError('invalidInput', `${sha} is for ECC keys: the CSR holds an RSA key (use SHA256-FULL-CHAIN)`, { field: 'SignatureHashAlgorithm' });
     }
     const now = this.o.clock.nowSeconds();
-    const template = this.template(profile, req, now, key);
+    const template = leafTemplate(profile, req, now, key, this.o.privateMaxDays);
     assertLintClean(template, { now, ...(this.o.privateMaxDays === undefined ? {} : { privateMaxDays: this.o.privateMaxDays }), maxNames: 250 });
 
     const serial = serialHex(template.serial);
@@ -355,31 +287,15 @@ export class BuiltinCa implements Issuer {
 
   private readonly fixedCache = new Map<string, Uint8Array>();
 
+  /** The extensions that depend only on the issuing CA, the profile and the key type, encoded once. */
   private fixedExtensions(issuerCert: CaCert, t: LeafTemplate): Uint8Array {
     const cacheKey = `${issuerCert.row.id}|${t.profile.id}|${t.key.type}`;
     let fixed = this.fixedCache.get(cacheKey);
     if (fixed === undefined) {
-      const links = this.caLinks(issuerCert);
-      fixed = Buffer.concat([
-        keyUsage(t.keyUsage), extKeyUsage(t.extKeyUsage), basicConstraints(false), authorityKeyIdentifier(issuerCert.key.keyId),
-        authorityInfoAccess(links.ocsp, links.caIssuers), certificatePolicies(t.policies), crlDistributionPoints(links.crl),
-      ]);
+      fixed = fixedLeafExtensions(t, issuerCert.key.keyId, this.caLinks(issuerCert));
       this.fixedCache.set(cacheKey, fixed);
     }
     return fixed;
-  }
-
-  private template(profile: Profile, req: IssueRequest, now: number, key: CheckedCsr['key']): LeafTemplate {
-    const dnsNames = [...new Set((req.dnsNames ?? []).map((n) => n.toLowerCase()))];
-    const emails = [...(req.emails ?? [])];
-    const commonName = profile.hierarchy === 'tls' ? (req.commonName?.toLowerCase() ?? dnsNames[0]) : profile.hierarchy === 'smime' ? undefined : req.organization?.organization;
-    const subject: NameAttribute[] = subjectAttributes(profile, commonName, req.organization as OrganizationSubject | undefined);
-    const longest = maxLifetime(profile, now, this.o.privateMaxDays);
-    const notAfter = Math.min(req.notAfter ?? Number.MAX_SAFE_INTEGER, now + longest - 1);
-    return {
-      profile, serial: newSerial(now), notBefore: now, notAfter, subject, dnsNames, emails, key,
-      keyUsage: profile.keyUsage[key.type], extKeyUsage: profile.extKeyUsage, policies: profile.policies,
-    };
   }
 
   /**
@@ -413,7 +329,7 @@ export class BuiltinCa implements Issuer {
 
   /** The issuing CA key ids that have (or may have) a CRL: every key that signs certificates. */
   crlIssuers(): string[] {
-    return [...new Set([...this.certs.values()].filter((c) => c.row.role !== 'ecc-int-x' && c.row.role !== 'rsa-int-legacy').map((c) => c.key.id))];
+    return [...new Set(this.keyHomes().map((c) => c.key.id))];
   }
 
   /** The current CRL of an issuing key (DER), made when there is none or it is due. */
@@ -421,32 +337,14 @@ export class BuiltinCa implements Issuer {
     if (!this.crlIssuers().includes(keyId)) return undefined;
     const now = this.o.clock.nowSeconds();
     const current = await this.o.repo.crl(keyId);
-    if (current !== undefined && current.nextUpdate - now > STATUS_VALIDITY / 2) return Buffer.from(current.der, 'base64');
+    if (current !== undefined && !crlDue(current, now)) return Buffer.from(current.der, 'base64');
     return this.refreshCrl(keyId);
   }
 
-  /**
-   * Builds and stores a new CRL for a key. Repeats when a revocation committed while it was being
-   * built (another process), so the stored CRL never lags one that finished before it.
-   */
+  /** Builds and stores a new CRL for a key (see status.ts). */
   async refreshCrl(keyId: string): Promise<Uint8Array> {
     const issuer = this.issuerCertOfKey(keyId);
-    for (let attempt = 0; ; attempt++) {
-      const now = this.o.clock.nowSeconds();
-      const entries = await this.o.repo.revokedOf(keyId, now);
-      const previous = await this.o.repo.crl(keyId);
-      const number = Math.max((previous?.number ?? 0) + 1, 1);
-      const der = buildCrl(
-        {
-          issuer: issuer.subject, authorityKeyId: issuer.key.keyId, number, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY,
-          entries: entries.map((e) => ({ serial: Buffer.from(e.serial, 'hex'), revokedAt: e.revokedAt, reason: e.reason })),
-        },
-        issuer.key.signer(),
-      );
-      const saved = await this.o.repo.saveCrl(keyId, { number, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY, der: Buffer.from(der).toString('base64') });
-      const after = await this.o.repo.revokedOf(keyId, now);
-      if ((saved && after.length === entries.length) || attempt >= 4) return saved ? der : Buffer.from((await this.o.repo.crl(keyId))!.der, 'base64');
-    }
+    return signCrl({ repo: this.o.repo, clock: this.o.clock }, keyId, issuer.subject, issuer.key);
   }
 
   /** Regenerates every CRL that is older than half its validity (the periodic job). */
@@ -455,7 +353,7 @@ export class BuiltinCa implements Issuer {
     const refreshed: string[] = [];
     for (const keyId of this.crlIssuers()) {
       const current = await this.o.repo.crl(keyId);
-      if (current === undefined || current.nextUpdate - now <= STATUS_VALIDITY / 2) {
+      if (crlDue(current, now)) {
         await this.refreshCrl(keyId);
         refreshed.push(keyId);
       }
@@ -463,45 +361,20 @@ export class BuiltinCa implements Issuer {
     return refreshed;
   }
 
+  /** Each key's own certificate: not the cross-signed or legacy twins, which share a key (and its CRL). */
+  private keyHomes(): CaCert[] {
+    return [...this.certs.values()].filter((c) => c.row.role !== 'ecc-int-x' && c.row.role !== 'rsa-int-legacy');
+  }
+
   private issuerCertOfKey(keyId: string): CaCert {
-    const c = [...this.certs.values()].find((x) => x.key.id === keyId && x.row.role !== 'ecc-int-x' && x.row.role !== 'rsa-int-legacy');
+    const c = this.keyHomes().find((x) => x.key.id === keyId);
     if (c === undefined) throw new CertdeskError('notFound', `no CA key ${keyId}`);
     return c;
   }
 
-  /**
-   * Answers an OCSP request (DER) with a DER response: a cached signed response when one is
-   * fresh, else a newly signed one that is then cached. Serials this CA did not issue, and
-   * issuers it does not run, get `unauthorized`: never `good`.
-   */
-  async ocsp(request: Uint8Array): Promise<Uint8Array> {
-    let parsed;
-    try {
-      parsed = parseOcspRequest(request);
-    } catch (e) {
-      if (e instanceof OcspMalformedError) return ocspErrorResponse('malformedRequest');
-      throw e;
-    }
-    if (parsed.certIds.length !== 1) return ocspErrorResponse('malformedRequest');
-    const certId = parsed.certIds[0]!;
-    const issuing = this.issuing.get(`${certId.hashAlgorithm}/${Buffer.from(certId.issuerNameHash).toString('hex')}/${Buffer.from(certId.issuerKeyHash).toString('hex')}`);
-    if (issuing === undefined) return ocspErrorResponse('unauthorized');
-    const serial = serialHex(certId.serial);
-    const now = this.o.clock.nowSeconds();
-    const cached = await this.o.repo.ocspResponse(issuing.key.id, serial, certId.hashAlgorithm);
-    if (cached !== undefined && cached.nextUpdate - now > STATUS_VALIDITY - OCSP_REFRESH_AFTER) return Buffer.from(cached.der, 'base64');
-    const leaf = await this.o.repo.leaf(issuing.key.id, serial);
-    if (leaf === undefined) return ocspErrorResponse('unauthorized');
-    const status: OcspStatus = leaf.revokedAt === null ? { kind: 'good' } : { kind: 'revoked', at: leaf.revokedAt, reason: leaf.reason };
-    const der = buildOcspResponse(
-      {
-        responderKeyHash: issuing.key.keyId, producedAt: now,
-        responses: [{ certId: certId.der, status, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY }],
-      },
-      issuing.key.signer(),
-    );
-    await this.o.repo.saveOcspResponse(issuing.key.id, serial, certId.hashAlgorithm, Buffer.from(der).toString('base64'), now + STATUS_VALIDITY);
-    return der;
+  /** Answers an OCSP request (DER) with a DER response (see status.ts). */
+  ocsp(request: Uint8Array): Promise<Uint8Array> {
+    return answerOcsp({ repo: this.o.repo, clock: this.o.clock }, request, this.issuingKey);
   }
 
   /** Marks a CA certificate distrusted (issue 5 moves affected orders). */
@@ -524,7 +397,4 @@ export class BuiltinCa implements Issuer {
   }
 }
 
-function describe(a: CaKeyAlgorithm): string {
-  return a.type === 'rsa' ? `RSA-${a.bits}` : `ECDSA ${a.curve}`;
-}
 

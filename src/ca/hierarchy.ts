@@ -1,6 +1,9 @@
 import type { SignatureHashAlgorithm } from '../core/index.js';
-import type { CaKeyAlgorithm, SignatureHash } from './keys.js';
-import { OID, type NameAttribute } from './x509.js';
+import type { CaKey, CaKeyAlgorithm, SignatureHash } from './keys.js';
+import {
+  KU, OID, authorityInfoAccess, authorityKeyIdentifier, basicConstraints, certificatePolicies, crlDistributionPoints, extKeyUsage, keyUsage,
+  signed, subjectKeyIdentifier, tbsCertificate, type NameAttribute,
+} from './x509.js';
 
 /** What the CA needs to know of a catalog brand. */
 export interface BrandHierarchy {
@@ -65,4 +68,31 @@ export function hierarchySpecs(brand: BrandHierarchy, o: { rsaRootBits?: number;
     specs.push({ role: 'smime-int', keyRole: 'smime-int', parentRole: 'rsa-root', algorithm: intRsa, hash: 'sha256', subject: subject('S/MIME CA 1'), years: 5, pathLen: 0, extKeyUsage: [OID.emailProtection] });
   }
   return specs;
+}
+
+/**
+ * A CA certificate of a spec: self-signed for a root, else signed by `parent` with the CRL and
+ * caIssuers links of the parent. Intermediates get pathLen 0, digitalSignature (they sign OCSP
+ * responses themselves), the anyPolicy OID and their EKU.
+ */
+export function signCaCertificate(spec: CaSpec, c: {
+  serial: Uint8Array; subject: Uint8Array; notBefore: number; notAfter: number; key: CaKey;
+  parent?: { subject: Uint8Array; key: CaKey; links: { crl: string; caIssuers: string } };
+}): Uint8Array {
+  const parent = c.parent;
+  const signerKey = parent?.key ?? c.key;
+  const extensions = [
+    basicConstraints(true, spec.pathLen),
+    keyUsage(spec.pathLen === undefined ? [KU.keyCertSign, KU.cRLSign] : [KU.digitalSignature, KU.keyCertSign, KU.cRLSign]),
+    subjectKeyIdentifier(c.key.keyId),
+    ...(parent === undefined ? [] : [authorityKeyIdentifier(parent.key.keyId)]),
+    ...(spec.extKeyUsage === undefined ? [] : [extKeyUsage(spec.extKeyUsage)]),
+    ...(parent === undefined ? [] : [certificatePolicies(['2.5.29.32.0']), crlDistributionPoints(parent.links.crl), authorityInfoAccess(null, parent.links.caIssuers)]),
+  ];
+  const signer = signerKey.signer(spec.hash);
+  const tbs = tbsCertificate({
+    serial: c.serial, signatureAlgorithm: signer.algorithm, issuer: parent?.subject ?? c.subject,
+    notBefore: c.notBefore, notAfter: c.notAfter, subject: c.subject, spki: c.key.spki, extensions,
+  });
+  return signed(tbs, signer);
 }

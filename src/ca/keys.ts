@@ -147,3 +147,8 @@ export class SealedKeyStore implements KeyStore {
     });
   }
 }
+
+/** `RSA-2048`, `ECDSA P-256`: how logs and `ca list` name an algorithm. */
+export function describeAlgorithm(a: CaKeyAlgorithm): string {
+  return a.type === 'rsa' ? `RSA-${a.bits}` : `ECDSA ${a.curve}`;
+}

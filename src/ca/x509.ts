@@ -4,6 +4,7 @@
  * is decided by profiles.ts and checked by lint.ts.
  */
 import { createHash } from 'node:crypto';
+import { children, readTlv } from '../core/der.js';
 import type { Signer } from './crl.js';
 import { bits, explicit, implicitPrimitive, int, namedBits, octets, oid, printable, seq, setOf, time, tlv, TRUE, utf8, type Der } from './der-writer.js';
 
@@ -114,5 +115,16 @@ export function signed(tbs: Der, signer: Signer): Der {
 /** RFC 5280 §4.2.1.2 method 1: SHA-1 of the subjectPublicKey BIT STRING value. */
 export function keyIdentifier(subjectPublicKey: Uint8Array): Uint8Array {
   return createHash('sha1').update(subjectPublicKey).digest();
+}
+
+
+/** The subject Name and subjectPublicKeyInfo of a certificate (DER). */
+export function subjectOf(der: Uint8Array): Uint8Array {
+  const cert = readTlv(der, 0);
+  const [tbs] = children(der, cert);
+  const fields = children(der, tbs!);
+  const offset = fields[0]!.tag === 0xa0 ? 1 : 0;
+  const subject = fields[4 + offset]!;
+  return der.subarray(subject.start, subject.end);
 }
 

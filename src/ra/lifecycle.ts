@@ -13,7 +13,7 @@ import type { Mailer } from './mail.js';
 import { contactAddresses, type Notifier } from './notify.js';
 import type { OrderFlow } from './order-flow.js';
 import { actorName, type Actor } from './actor.js';
-import { orderNames } from './orders.js';
+import { orderNames } from './order-rules.js';
 
 const DAY = 86_400;
 /** Spec §8: cancelling is free before issuance and up to 30 days after it; later it is charged. */

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import type { Clock } from '../core/index.js';
+import type { CaRepo } from '../storage/index.js';
+import { buildCrl } from './crl.js';
+import { subjectPublicKey, type CaKey } from './keys.js';
+import { buildOcspResponse, ocspErrorResponse, parseOcspRequest, OcspMalformedError, type OcspStatus } from './ocsp.js';
+
+const DAY = 86_400;
+/** OCSP responses and CRLs are valid a week and refreshed after half of it (BR §4.9.7, §4.9.10). */
+export const STATUS_VALIDITY = 7 * DAY;
+const OCSP_REFRESH_AFTER = Math.floor(STATUS_VALIDITY / 2);
+
+export interface StatusContext {
+  readonly repo: Pick<CaRepo, 'revokedOf' | 'crl' | 'saveCrl' | 'ocspResponse' | 'saveOcspResponse' | 'leaf'>;
+  readonly clock: Clock;
+}
+
+/** Whether a stored CRL must be re-signed: none yet, or past half its validity. */
+export function crlDue(current: { nextUpdate: number } | undefined, now: number): boolean {
+  return current === undefined || current.nextUpdate - now <= STATUS_VALIDITY / 2;
+}
+
+/** The issuing CA key of an OCSP CertID: hash algorithm OID, issuer name hash and issuer key hash, in hex. */
+export type IssuingKeyLookup = (hashAlg: string, nameHash: string, keyHash: string) => CaKey | undefined;
+
+/** Indexes the issuing CAs (subject and key) by their SHA-1 and SHA-256 CertID hashes. */
+export function ocspIssuerIndex(issuers: readonly { subject: Uint8Array; key: CaKey }[]): IssuingKeyLookup {
+  const index = new Map<string, CaKey>();
+  for (const c of issuers) {
+    for (const [alg, oid] of [['sha1', '1.3.14.3.2.26'], ['sha256', '2.16.840.1.101.3.4.2.1']] as const) {
+      const digest = (data: Uint8Array) => createHash(alg).update(data).digest('hex');
+      index.set(`${oid}/${digest(c.subject)}/${digest(subjectPublicKey(c.key.spki))}`, c.key);
+    }
+  }
+  return (hashAlg, nameHash, keyHash) => index.get(`${hashAlg}/${nameHash}/${keyHash}`);
+}
+
+const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
+
+/**
+ * Builds and stores a new CRL for an issuing key. Repeats when a revocation committed while it
+ * was being built (another process), so the stored CRL never lags one that finished before it.
+ */
+export async function signCrl(ctx: StatusContext, keyId: string, issuerName: Uint8Array, key: CaKey): Promise<Uint8Array> {
+  for (let attempt = 0; ; attempt++) {
+    const now = ctx.clock.nowSeconds();
+    const entries = await ctx.repo.revokedOf(keyId, now);
+    const previous = await ctx.repo.crl(keyId);
+    const number = Math.max((previous?.number ?? 0) + 1, 1);
+    const der = buildCrl(
+      {
+        issuer: issuerName, authorityKeyId: key.keyId, number, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY,
+        entries: entries.map((e) => ({ serial: Buffer.from(e.serial, 'hex'), revokedAt: e.revokedAt, reason: e.reason })),
+      },
+      key.signer(),
+    );
+    const saved = await ctx.repo.saveCrl(keyId, { number, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY, der: Buffer.from(der).toString('base64') });
+    const after = await ctx.repo.revokedOf(keyId, now);
+    if ((saved && after.length === entries.length) || attempt >= 4) return saved ? der : Buffer.from((await ctx.repo.crl(keyId))!.der, 'base64');
+  }
+}
+
+/**
+ * Answers an OCSP request (DER) with a DER response: a cached signed response when one is fresh,
+ * else a newly signed one that is then cached. `issuingKey` finds the issuing CA key of a CertID
+ * (hash algorithm OID, issuer name hash, issuer key hash, in hex). Serials this CA did not issue,
+ * and issuers it does not run, get `unauthorized`: never `good`.
+ */
+export async function answerOcsp(
+  ctx: StatusContext, request: Uint8Array, issuingKey: IssuingKeyLookup,
+): Promise<Uint8Array> {
+  let parsed;
+  try {
+    parsed = parseOcspRequest(request);
+  } catch (e) {
+    if (e instanceof OcspMalformedError) return ocspErrorResponse('malformedRequest');
+    throw e;
+  }
+  if (parsed.certIds.length !== 1) return ocspErrorResponse('malformedRequest');
+  const certId = parsed.certIds[0]!;
+  const key = issuingKey(certId.hashAlgorithm, hex(certId.issuerNameHash), hex(certId.issuerKeyHash));
+  if (key === undefined) return ocspErrorResponse('unauthorized');
+  const serial = hex(certId.serial).toUpperCase();
+  const now = ctx.clock.nowSeconds();
+  const cached = await ctx.repo.ocspResponse(key.id, serial, certId.hashAlgorithm);
+  if (cached !== undefined && cached.nextUpdate - now > STATUS_VALIDITY - OCSP_REFRESH_AFTER) return Buffer.from(cached.der, 'base64');
+  const leaf = await ctx.repo.leaf(key.id, serial);
+  if (leaf === undefined) return ocspErrorResponse('unauthorized');
+  const status: OcspStatus = leaf.revokedAt === null ? { kind: 'good' } : { kind: 'revoked', at: leaf.revokedAt, reason: leaf.reason };
+  const der = buildOcspResponse(
+    { responderKeyHash: key.keyId, producedAt: now, responses: [{ certId: certId.der, status, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY }] },
+    key.signer(),
+  );
+  await ctx.repo.saveOcspResponse(key.id, serial, certId.hashAlgorithm, Buffer.from(der).toString('base64'), now + STATUS_VALIDITY);
+  return der;
+}

@@ -32,7 +32,10 @@ const importRules = Object.entries(MAY_IMPORT).map(([component, allowed]) => {
               group: [`**/${c}/*`, `**/${c}/index.js`, `../${c}`, `../../${c}`],
               message: `src/${component}/ may not import src/${c}/ (DESIGN §2: ${component} may import ${allowed.join(', ') || 'nothing'}).`,
             })),
-            { group: ['**/main.js'], message: 'Only the CLI imports the composition root.' },
+            {
+              group: ['**/main.js', '**/run.js'],
+              message: 'Only the CLI imports the composition root and the process runner.',
+            },
           ],
         },
       ],
@@ -51,7 +54,10 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       'no-restricted-syntax': [
         'error',
-        { selector: 'CallExpression[callee.object.name=/^(describe|it|test)$/][callee.property.name="only"]', message: 'No focused tests.' },
+        {
+          selector: 'CallExpression[callee.object.name=/^(describe|it|test)$/][callee.property.name="only"]',
+          message: 'No focused tests.',
+        },
       ],
     },
   },
@@ -59,7 +65,10 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/config/**', '**/*.test.ts'],
     rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only src/config/ reads process.env (loadConfig).' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Only src/config/ reads process.env (loadConfig).' },
+      ],
     },
   },
   ...importRules,

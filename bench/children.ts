@@ -24,18 +24,23 @@ let terminating = false;
 /** Stops every child (SIGTERM: it closes its server and removes its data), SIGKILL after a while. */
 export async function terminateAll(): Promise<void> {
   terminating = true;
-  await Promise.all([...forked].map((proc) => new Promise<void>((resolve) => {
-    if (proc.exitCode !== null || proc.signalCode !== null) {
-      resolve();
-      return;
-    }
-    const timer = setTimeout(() => proc.kill('SIGKILL'), STOP_TIMEOUT_MS);
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    proc.kill('SIGTERM');
-  })));
+  await Promise.all(
+    [...forked].map(
+      (proc) =>
+        new Promise<void>((resolve) => {
+          if (proc.exitCode !== null || proc.signalCode !== null) {
+            resolve();
+            return;
+          }
+          const timer = setTimeout(() => proc.kill('SIGKILL'), STOP_TIMEOUT_MS);
+          proc.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          proc.kill('SIGTERM');
+        }),
+    ),
+  );
 }
 
 /** Last resort, synchronous (for process.on('exit')): SIGKILL whatever still runs. */
@@ -143,7 +148,9 @@ export class ServerChild {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id);
-        reject(new Error(`server child ${this.name} did not answer ${message.type} within ${REPLY_TIMEOUT_MS / 1000} s`));
+        reject(
+          new Error(`server child ${this.name} did not answer ${message.type} within ${REPLY_TIMEOUT_MS / 1000} s`),
+        );
       }, REPLY_TIMEOUT_MS);
       this.waiting.set(id, {
         resolve: (m) => {

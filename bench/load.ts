@@ -90,11 +90,12 @@ export async function measure(child: ServerChild, spec: RequestSpec, options: Lo
   const machineBefore = machineBusyMs();
   const started = process.hrtime.bigint();
 
-  const counts = options.rate !== undefined
-    ? await paced(child, spec, { ...options, rate: options.rate }, latencies)
-    : options.sequential === true
-      ? await sequential(child, spec, options, latencies)
-      : await closedLoop(child, spec, options, latencies);
+  const counts =
+    options.rate !== undefined
+      ? await paced(child, spec, { ...options, rate: options.rate }, latencies)
+      : options.sequential === true
+        ? await sequential(child, spec, options, latencies)
+        : await closedLoop(child, spec, options, latencies);
 
   const wallMicros = Number(process.hrtime.bigint() - started) / 1000;
   const own = process.cpuUsage(ownBefore);
@@ -133,7 +134,12 @@ interface Counts {
   readonly statusCodes: Record<string, number>;
 }
 
-async function closedLoop(child: ServerChild, spec: RequestSpec, options: LoadOptions, latencies: Samples): Promise<Counts> {
+async function closedLoop(
+  child: ServerChild,
+  spec: RequestSpec,
+  options: LoadOptions,
+  latencies: Samples,
+): Promise<Counts> {
   const instance = autocannon({
     url: `http://127.0.0.1:${child.port}${spec.path}`,
     method: spec.method,
@@ -145,7 +151,9 @@ async function closedLoop(child: ServerChild, spec: RequestSpec, options: LoadOp
     timeout: TIMEOUT_SECONDS,
   });
   current = instance;
-  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => latencies.push(responseTime));
+  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) =>
+    latencies.push(responseTime),
+  );
   let result;
   try {
     result = await instance;
@@ -153,15 +161,28 @@ async function closedLoop(child: ServerChild, spec: RequestSpec, options: LoadOp
     current = undefined;
   }
   const statusCodes: Record<string, number> = {};
-  for (const [code, { count }] of Object.entries(result.statusCodeStats)) if (!code.startsWith('2')) statusCodes[code] = count;
-  return { requests: result.requests.total, seconds: result.duration, non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, statusCodes };
+  for (const [code, { count }] of Object.entries(result.statusCodeStats))
+    if (!code.startsWith('2')) statusCodes[code] = count;
+  return {
+    requests: result.requests.total,
+    seconds: result.duration,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    statusCodes,
+  };
 }
 
 /**
  * Open loop: request i starts at t0 + i/rate for `durationSeconds`; then the answers still on
  * their way are awaited (each has the usual timeout). req/s = completed / (t0 → last answer).
  */
-async function paced(child: ServerChild, spec: RequestSpec, options: LoadOptions & { rate: number }, latencies: Samples): Promise<Counts> {
+async function paced(
+  child: ServerChild,
+  spec: RequestSpec,
+  options: LoadOptions & { rate: number },
+  latencies: Samples,
+): Promise<Counts> {
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections });
   const total = Math.max(1, Math.round(options.rate * options.durationSeconds));
   const intervalNs = 1e9 / options.rate;
@@ -197,7 +218,12 @@ async function paced(child: ServerChild, spec: RequestSpec, options: LoadOptions
       settled++;
       if (settled === started && (started === total || stopped)) resolve();
     };
-    current = { stop: () => { stopped = true; if (settled === started) resolve(); } };
+    current = {
+      stop: () => {
+        stopped = true;
+        if (settled === started) resolve();
+      },
+    };
     const tick = () => {
       if (stopped) return;
       const now = process.hrtime.bigint();
@@ -233,11 +259,14 @@ function send(port: number, spec: RequestSpec, agent: Agent, timeoutSeconds: num
       finished = true;
       resolve(outcome);
     };
-    const req = request({ host: '127.0.0.1', port, path: spec.path, method: spec.method, headers, agent, timeout: timeoutSeconds * 1000 }, (res) => {
-      res.on('data', () => undefined);
-      res.on('end', () => finish({ kind: 'answer', status: res.statusCode ?? 0, at: process.hrtime.bigint() }));
-      res.on('error', () => finish({ kind: 'error' }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path: spec.path, method: spec.method, headers, agent, timeout: timeoutSeconds * 1000 },
+      (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () => finish({ kind: 'answer', status: res.statusCode ?? 0, at: process.hrtime.bigint() }));
+        res.on('error', () => finish({ kind: 'error' }));
+      },
+    );
     req.on('timeout', () => {
       req.destroy();
       finish({ kind: 'timeout' });
@@ -248,7 +277,12 @@ function send(port: number, spec: RequestSpec, agent: Agent, timeoutSeconds: num
 }
 
 /** One request at a time for `durationSeconds`; the last one started is awaited. */
-async function sequential(child: ServerChild, spec: RequestSpec, options: LoadOptions, latencies: Samples): Promise<Counts> {
+async function sequential(
+  child: ServerChild,
+  spec: RequestSpec,
+  options: LoadOptions,
+  latencies: Samples,
+): Promise<Counts> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const statusCodes: Record<string, number> = {};
   let completed = 0;
@@ -256,7 +290,11 @@ async function sequential(child: ServerChild, spec: RequestSpec, options: LoadOp
   let errors = 0;
   let timeouts = 0;
   let stopped = false;
-  current = { stop: () => { stopped = true; } };
+  current = {
+    stop: () => {
+      stopped = true;
+    },
+  };
   const t0 = process.hrtime.bigint();
   const end = t0 + BigInt(Math.round(options.durationSeconds * 1e9));
   try {
@@ -277,5 +315,12 @@ async function sequential(child: ServerChild, spec: RequestSpec, options: LoadOp
     current = undefined;
     agent.destroy();
   }
-  return { requests: completed, seconds: Number(process.hrtime.bigint() - t0) / 1e9, non2xx, errors, timeouts, statusCodes };
+  return {
+    requests: completed,
+    seconds: Number(process.hrtime.bigint() - t0) / 1e9,
+    non2xx,
+    errors,
+    timeouts,
+    statusCodes,
+  };
 }

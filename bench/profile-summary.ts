@@ -105,23 +105,32 @@ export function summarize(profile: CpuProfile): ProfileSummary {
 
     if (frame.url === '' && !isVmFrame(frame)) {
       // A native function (C++ binding or builtin): name it with the JS code that called it.
-      const from = caller === undefined ? '' : `${caller.functionName === '' ? '(anonymous)' : caller.functionName} ${moduleOf(caller.url, caller.functionName)}`;
+      const from =
+        caller === undefined
+          ? ''
+          : `${caller.functionName === '' ? '(anonymous)' : caller.functionName} ${moduleOf(caller.url, caller.functionName)}`;
       add(selfByFunction, `${frame.functionName} [native${from === '' ? '' : `, called by ${from}`}]`, micros);
-      add(selfByModule, caller === undefined ? '(native)' : `${moduleOf(caller.url, caller.functionName)} (native)`, micros);
+      add(
+        selfByModule,
+        caller === undefined ? '(native)' : `${moduleOf(caller.url, caller.functionName)} (native)`,
+        micros,
+      );
     } else {
       add(selfByFunction, label(frame), micros);
       add(selfByModule, moduleOf(frame.url, frame.functionName), micros);
       if (frame.url !== '') {
         const mod = moduleOf(frame.url, frame.functionName);
         modules.add(mod);
-        if (mod.startsWith('src/')) srcFunctions.add(`${frame.functionName === '' ? '(anonymous)' : frame.functionName}  ${mod}`);
+        if (mod.startsWith('src/'))
+          srcFunctions.add(`${frame.functionName === '' ? '(anonymous)' : frame.functionName}  ${mod}`);
       }
     }
     for (const mod of modules) add(inclusiveByModule, mod, micros);
     for (const f of srcFunctions) add(inclusiveBySrcFunction, f, micros);
   }
 
-  const ms = (m: Map<string, number>) => [...m].map(([k, v]): [string, number] => [k, v / 1000]).sort((a, b) => b[1] - a[1]);
+  const ms = (m: Map<string, number>) =>
+    [...m].map(([k, v]): [string, number] => [k, v / 1000]).sort((a, b) => b[1] - a[1]);
   return {
     totalMs: totalMicros / 1000,
     busyMs: busyMicros / 1000,
@@ -135,7 +144,11 @@ export function summarize(profile: CpuProfile): ProfileSummary {
 /** The summary as text: top `top` rows of each list, in % of busy (non-idle) time. */
 export function formatSummary(s: ProfileSummary, top = 25): string {
   const pct = (v: number) => `${((100 * v) / s.busyMs).toFixed(1).padStart(5)} %`;
-  const rows = (list: [string, number][]) => list.slice(0, top).map(([k, v]) => `  ${pct(v)}  ${v.toFixed(0).padStart(7)} ms  ${k}`).join('\n');
+  const rows = (list: [string, number][]) =>
+    list
+      .slice(0, top)
+      .map(([k, v]) => `  ${pct(v)}  ${v.toFixed(0).padStart(7)} ms  ${k}`)
+      .join('\n');
   return [
     `sampled ${s.totalMs.toFixed(0)} ms, busy (not idle) ${s.busyMs.toFixed(0)} ms; percentages are of busy time`,
     `self time by function (top ${top}):`,

@@ -21,8 +21,16 @@ export interface ChildFixtures {
   readonly orderId?: number;
   /** `sqlite` or `postgres`. */
   readonly database?: string;
+  /** The bench customer's API client and its ADMIN user's sign-in (targets `token`, `signIn`). */
+  readonly client?: { readonly clientId: string; readonly clientSecret: string };
+  readonly signIn?: { readonly username: string; readonly password: string };
   /** Setup `orders1m`: what was seeded and how long it took. */
-  readonly seeded?: { readonly orders: number; readonly names: number; readonly seconds: number; readonly dbBytes: number };
+  readonly seeded?: {
+    readonly orders: number;
+    readonly names: number;
+    readonly seconds: number;
+    readonly dbBytes: number;
+  };
   /** Setup `orders1m`: a GET /ModifiedOrders window (spec timestamps) and how many orders it holds. */
   readonly modifiedWindow?: { readonly from: string; readonly to: string; readonly orders: number };
 }

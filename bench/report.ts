@@ -35,12 +35,20 @@ export interface TargetSummary {
   readonly runs: RunResult[];
 }
 
-export function summarizeTarget(target: Target, path: string, method: string, runs: RunResult[], baselineReqPerSec: number, connections: number): TargetSummary {
+export function summarizeTarget(
+  target: Target,
+  path: string,
+  method: string,
+  runs: RunResult[],
+  baselineReqPerSec: number,
+  connections: number,
+): TargetSummary {
   const medianReqPerSec = median(runs.map((r) => r.reqPerSec));
   const medianP99Ms = median(runs.map((r) => r.p99Ms));
   const ratioToBaseline = medianReqPerSec / baselineReqPerSec;
   const statusCodes: Record<string, number> = {};
-  for (const r of runs) for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  for (const r of runs)
+    for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
   return {
     label: target.label,
     method,
@@ -61,7 +69,10 @@ export function summarizeTarget(target: Target, path: string, method: string, ru
     medianLoadgenCpuPct: round(median(runs.map((r) => r.loadgenCpuPct)), 1),
     medianOtherCpuPct: round(median(runs.map((r) => r.otherCpuPct)), 1),
     disturbedRuns: runs.flatMap((r, i) => (r.otherCpuPct >= DISTURBED_PCT ? [i + 1] : [])),
-    goal: target.goal === undefined ? null : { text: target.goal.text, met: target.goal.met({ medianReqPerSec, ratioToBaseline, medianP99Ms }) },
+    goal:
+      target.goal === undefined
+        ? null
+        : { text: target.goal.text, met: target.goal.met({ medianReqPerSec, ratioToBaseline, medianP99Ms }) },
     runs: runs.map((r) => ({
       ...r,
       reqPerSec: round(r.reqPerSec, 1),
@@ -81,7 +92,20 @@ const rate = (n: number) => (n < 10 ? n.toFixed(1) : int(n));
 
 /** The results table, one row per target. */
 export function formatTable(summaries: Record<string, TargetSummary>): string {
-  const header = ['target', 'load', 'req/s (median)', 'runs (req/s)', 'p50 ms', 'p99 ms', 'non-2xx/err', 'vs baseline', 'server CPU', 'loadgen CPU', 'other CPU', 'goal'];
+  const header = [
+    'target',
+    'load',
+    'req/s (median)',
+    'runs (req/s)',
+    'p50 ms',
+    'p99 ms',
+    'non-2xx/err',
+    'vs baseline',
+    'server CPU',
+    'loadgen CPU',
+    'other CPU',
+    'goal',
+  ];
   const rows = Object.values(summaries).map((s) => [
     s.label,
     s.pacedRatePerSec === null ? `${s.connections} conn` : `${s.pacedRatePerSec}/s paced`,
@@ -98,7 +122,11 @@ export function formatTable(summaries: Record<string, TargetSummary>): string {
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const numeric = new Set([1, 2, 4, 5, 6, 7, 8, 9, 10]);
-  const line = (cells: string[]) => cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' │ ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join(' │ ')
+      .trimEnd();
   return [line(header), widths.map((w) => '─'.repeat(w)).join('─┼─'), ...rows.map(line)].join('\n');
 }
 

@@ -60,16 +60,26 @@ function pinProcess(pid: number, cpu: number): void {
 }
 
 function readSettings(): Settings {
-  const wanted = (process.env.BENCH_TARGETS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const wanted = (process.env.BENCH_TARGETS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = wanted.filter((w) => !TARGETS.some((t) => t.id === w));
-  if (unknown.length > 0) throw new BenchBroken(`BENCH_TARGETS: unknown ${unknown.join(', ')} (known: ${TARGETS.map((t) => t.id).join(', ')})`);
+  if (unknown.length > 0)
+    throw new BenchBroken(
+      `BENCH_TARGETS: unknown ${unknown.join(', ')} (known: ${TARGETS.map((t) => t.id).join(', ')})`,
+    );
   const pg = benchDatabaseUrl() !== undefined;
   const pgWanted = TARGETS.filter((t) => t.postgres === true && wanted.includes(t.id)).map((t) => t.id);
-  if (!pg && pgWanted.length > 0) throw new BenchBroken(`BENCH_TARGETS: ${pgWanted.join(', ')} need CERTDESK_BENCH_DATABASE_URL (or CERTDESK_TEST_DATABASE_URL)`);
+  if (!pg && pgWanted.length > 0)
+    throw new BenchBroken(
+      `BENCH_TARGETS: ${pgWanted.join(', ')} need CERTDESK_BENCH_DATABASE_URL (or CERTDESK_TEST_DATABASE_URL)`,
+    );
   // The baseline is always measured: every ratio is relative to it. PostgreSQL targets run when a server is named.
-  const targets = wanted.length === 0
-    ? TARGETS.filter((t) => t.optional !== true && (t.postgres !== true || pg))
-    : TARGETS.filter((t) => t.id === 'baseline' || wanted.includes(t.id));
+  const targets =
+    wanted.length === 0
+      ? TARGETS.filter((t) => t.optional !== true && (t.postgres !== true || pg))
+      : TARGETS.filter((t) => t.id === 'baseline' || wanted.includes(t.id));
   return {
     durationSeconds: numberEnv('BENCH_DURATION', 5, false),
     runs: numberEnv('BENCH_RUNS', 5, true),
@@ -86,10 +96,25 @@ function makeCsr(): string {
   const dir = mkdtempSync(join(tmpdir(), 'certdesk-bench-csr-'));
   try {
     const name = 'www.certdesk-bench.com';
-    execFileSync('openssl', [
-      'req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'csr.pem'),
-      '-subj', `/C=DE/ST=Berlin/L=Berlin/O=Certdesk Bench/CN=${name}`, '-addext', `subjectAltName=DNS:${name},DNS:certdesk-bench.com`,
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-new',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'csr.pem'),
+        '-subj',
+        `/C=DE/ST=Berlin/L=Berlin/O=Certdesk Bench/CN=${name}`,
+        '-addext',
+        `subjectAltName=DNS:${name},DNS:certdesk-bench.com`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     return readFileSync(join(dir, 'csr.pem'), 'utf8');
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -102,7 +127,11 @@ async function getToken(child: ServerChild): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${child.port}/oauth2/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: child.credentials.clientId, client_secret: child.credentials.clientSecret }),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: child.credentials.clientId,
+      client_secret: child.credentials.clientSecret,
+    }),
   });
   const body = (await res.json()) as { access_token?: string };
   if (res.status !== 200 || typeof body.access_token !== 'string') {
@@ -112,9 +141,19 @@ async function getToken(child: ServerChild): Promise<string> {
 }
 
 /** One request with fetch, checked by the target: the benchmark must measure real answers. */
-async function checkOnce(target: Target, child: ServerChild, spec: RequestSpec, fixtures: Fixtures, when: string): Promise<void> {
+async function checkOnce(
+  target: Target,
+  child: ServerChild,
+  spec: RequestSpec,
+  fixtures: Fixtures,
+  when: string,
+): Promise<void> {
   const res = await fetch(`http://127.0.0.1:${child.port}${spec.path}`, {
-    method: spec.method, headers: spec.headers, ...(spec.body === undefined ? {} : { body: spec.body }),
+    method: spec.method,
+    // The answer itself, as the load generator sees it: a redirect is not followed.
+    redirect: 'manual',
+    headers: spec.headers,
+    ...(spec.body === undefined ? {} : { body: spec.body }),
   });
   const text = await res.text();
   let body: unknown = text;
@@ -129,7 +168,15 @@ async function checkOnce(target: Target, child: ServerChild, spec: RequestSpec, 
 
 function brokenReason(target: Target, r: RunResult, child: ServerChild): string | undefined {
   if (child.crashed) return child.exitReason;
-  if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) {
+  // A target whose success is not a 2xx (a sign-in's 303) counts only the other statuses as failures.
+  const unexpected =
+    target.okStatus === undefined
+      ? r.non2xx
+      : Object.entries(r.statusCodes).reduce(
+          (n, [code, count]) => (code === String(target.okStatus) ? n : n + count),
+          0,
+        );
+  if (unexpected > 0 || r.errors > 0 || r.timeouts > 0) {
     return `${target.label}: ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)}, ${r.errors} errors, ${r.timeouts} timeouts`;
   }
   if (r.requests === 0) return `${target.label}: no request completed`;
@@ -138,8 +185,15 @@ function brokenReason(target: Target, r: RunResult, child: ServerChild): string 
 
 function gitRevision(): string | null {
   try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    const dirty =
+      execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim() !== '';
     return dirty ? `${head}+modified` : head;
   } catch {
     return null;
@@ -188,8 +242,10 @@ async function main(): Promise<number> {
       log(
         `  started ${name} server (pid ${String(child.pid)}, port ${child.port}${settings.pin ? ', CPU 1' : ''}` +
           `${target.setup === undefined || target.setup === 'plain' ? '' : `, setup ${target.setup} on ${child.fixtures.database ?? '?'}`})` +
-          (seeded === undefined ? '' : `: seeded ${seeded.orders.toLocaleString('en-US')} orders and ${seeded.names.toLocaleString('en-US')} names in ${seeded.seconds} s` +
-            ` (database ${(seeded.dbBytes / 1e9).toFixed(2)} GB); ModifiedOrders window ${child.fixtures.modifiedWindow?.from ?? '?'} – ${child.fixtures.modifiedWindow?.to ?? '?'} holds ${child.fixtures.modifiedWindow?.orders ?? '?'} orders`),
+          (seeded === undefined
+            ? ''
+            : `: seeded ${seeded.orders.toLocaleString('en-US')} orders and ${seeded.names.toLocaleString('en-US')} names in ${seeded.seconds} s` +
+              ` (database ${(seeded.dbBytes / 1e9).toFixed(2)} GB); ModifiedOrders window ${child.fixtures.modifiedWindow?.from ?? '?'} – ${child.fixtures.modifiedWindow?.to ?? '?'} holds ${child.fixtures.modifiedWindow?.orders ?? '?'} orders`),
       );
     }
     const { child, token } = started;
@@ -201,7 +257,9 @@ async function main(): Promise<number> {
 
   const connectionsOf = (target: Target) => (target.sequential === true ? 1 : settings.connections);
   const load = (target: Target, durationSeconds: number): LoadOptions => ({
-    durationSeconds, connections: connectionsOf(target), ...(target.rate === undefined ? {} : { rate: target.rate }),
+    durationSeconds,
+    connections: connectionsOf(target),
+    ...(target.rate === undefined ? {} : { rate: target.rate }),
     ...(target.sequential === true ? { sequential: true } : {}),
   });
   const guard = (target: Target, child: ServerChild, r: RunResult) => {
@@ -241,19 +299,29 @@ async function main(): Promise<number> {
       profiles.push([child.name, file]);
     }
   }
-  for (const { target, child, spec, fixtures } of plan) await checkOnce(target, child, spec, fixtures, 'after the runs');
+  for (const { target, child, spec, fixtures } of plan)
+    await checkOnce(target, child, spec, fixtures, 'after the runs');
   shuttingDown = true;
   await terminateAll();
 
   const baselineReqPerSec = median(results.get('baseline')!.map((r) => r.reqPerSec));
   const summaries: Record<string, TargetSummary> = {};
   for (const { target, spec } of plan) {
-    summaries[target.id] = summarizeTarget(target, spec.path, spec.method, results.get(target.id)!, baselineReqPerSec, connectionsOf(target));
+    summaries[target.id] = summarizeTarget(
+      target,
+      spec.path,
+      spec.method,
+      results.get(target.id)!,
+      baselineReqPerSec,
+      connectionsOf(target),
+    );
   }
 
   log('');
   log(formatTable(summaries));
-  const saturated = Object.entries(summaries).filter(([, s]) => s.medianLoadgenCpuPct >= 90).map(([id]) => id);
+  const saturated = Object.entries(summaries)
+    .filter(([, s]) => s.medianLoadgenCpuPct >= 90)
+    .map(([id]) => id);
   if (saturated.length > 0) {
     log(`note: autocannon used ≥ 90 % of a core on ${saturated.join(', ')}: the load generator may cap those numbers.`);
   }
@@ -263,31 +331,49 @@ async function main(): Promise<number> {
   if (disturbed.length > 0) {
     log(
       `note: other processes used ≥ ${DISTURBED_PCT} % of a core during ${disturbed.map(([id, s]) => `${id} run ${s.disturbedRuns.join(', ')}`).join('; ')}` +
-        ` (load average now ${loadavg().map((l) => l.toFixed(2)).join(' ')}): ` +
-        (disturbed.some(([, s]) => s.medianOtherCpuPct >= DISTURBED_PCT) ? 'medians are disturbed; rerun on a quiet machine.' : 'the medians should be sound.'),
+        ` (load average now ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')}): ` +
+        (disturbed.some(([, s]) => s.medianOtherCpuPct >= DISTURBED_PCT)
+          ? 'medians are disturbed; rerun on a quiet machine.'
+          : 'the medians should be sound.'),
     );
   }
-  if (pgIds.size > 0) log(`note: "other CPU" of ${[...pgIds].join(', ')} is mostly the PostgreSQL server on this machine.`);
+  if (pgIds.size > 0)
+    log(`note: "other CPU" of ${[...pgIds].join(', ')} is mostly the PostgreSQL server on this machine.`);
   const orderLine = (id: string, paced?: string) => {
     const s = summaries[id];
     const p = paced === undefined ? undefined : summaries[paced];
     if (s === undefined && p === undefined) return undefined;
-    return `${s === undefined ? '' : `${int(s.medianReqPerSec)} req/s (p99 ${s.medianP99Ms.toFixed(1)} ms at ${s.connections} conn)`}` +
-      `${s !== undefined && p !== undefined ? ', ' : ''}${p === undefined ? '' : `p99 ${p.medianP99Ms.toFixed(1)} ms at ${p.pacedRatePerSec ?? '?'}/s`}`;
+    return (
+      `${s === undefined ? '' : `${int(s.medianReqPerSec)} req/s (p99 ${s.medianP99Ms.toFixed(1)} ms at ${s.connections} conn)`}` +
+      `${s !== undefined && p !== undefined ? ', ' : ''}${p === undefined ? '' : `p99 ${p.medianP99Ms.toFixed(1)} ms at ${p.pacedRatePerSec ?? '?'}/s`}`
+    );
   };
   const sqliteOrders = orderLine('orderInline', 'orderInlineAt300');
   const pgOrders = orderLine('orderInlinePg');
   if (sqliteOrders !== undefined || pgOrders !== undefined) {
-    log(`POST /Order issued inline: SQLite ${sqliteOrders ?? 'not measured'} | PostgreSQL ${pgOrders ?? 'not measured (set CERTDESK_BENCH_DATABASE_URL)'}`);
+    log(
+      `POST /Order issued inline: SQLite ${sqliteOrders ?? 'not measured'} | PostgreSQL ${pgOrders ?? 'not measured (set CERTDESK_BENCH_DATABASE_URL)'}`,
+    );
   }
   const missed = Object.values(summaries).filter((s) => s.goal !== null && !s.goal.met);
-  log(missed.length === 0 ? 'all goals met' : `goals missed: ${missed.map((s) => `${s.label} (${s.goal!.text})`).join('; ')}`);
+  log(
+    missed.length === 0
+      ? 'all goals met'
+      : `goals missed: ${missed.map((s) => `${s.label} (${s.goal!.text})`).join('; ')}`,
+  );
 
   log('');
   const ca = await runCaBench(log, { runs: settings.runs, seconds: settings.durationSeconds });
   log('');
   log(formatCaTable(ca));
-  const caMissed = [...Object.values(ca.issuance).filter((x) => !x.met).map((x) => `issuance with ${x.caKey} (${x.goal})`), ...(ca.crl100k.met ? [] : ['CRL of 100,000 entries (< 2 s)'])];
+  const caMissed = [
+    ...Object.values(ca.issuance)
+      .filter((x) => !x.met)
+      .map((x) => `issuance with ${x.caKey} (${x.goal})`),
+    ...(ca.crl100k.met ? [] : ['CRL of 100,000 entries (< 2 s)']),
+  ];
   log(caMissed.length === 0 ? 'all CA goals met' : `CA goals missed: ${caMissed.join('; ')}`);
 
   const output = {
@@ -309,7 +395,11 @@ async function main(): Promise<number> {
       pinned: settings.pin,
     },
     targets: summaries,
-    fixtures: Object.fromEntries(childrenStarted.filter((c) => c.fixtures.seeded !== undefined || c.fixtures.database === 'postgres').map((c) => [c.name, c.fixtures])),
+    fixtures: Object.fromEntries(
+      childrenStarted
+        .filter((c) => c.fixtures.seeded !== undefined || c.fixtures.database === 'postgres')
+        .map((c) => [c.name, c.fixtures]),
+    ),
     ca,
   };
   if (settings.profile) {
@@ -317,7 +407,8 @@ async function main(): Promise<number> {
     const file = join(PROFILE_DIR, 'results.json');
     writeJson(file, output);
     log(`wrote ${file} (profiled run; bench/results.json left as it was)`);
-    for (const [id, file] of profiles) log(`\n=== CPU profile of the ${id} server (${file}) ===\n${summarizeFile(file, 20)}`);
+    for (const [id, file] of profiles)
+      log(`\n=== CPU profile of the ${id} server (${file}) ===\n${summarizeFile(file, 20)}`);
   } else {
     writeJson(RESULTS_FILE, output);
     log(`wrote ${RESULTS_FILE}`);

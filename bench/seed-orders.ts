@@ -1,6 +1,6 @@
 // A million orders of one customer, written straight into the database through Kysely (batched
 // multi-row INSERTs in a few transactions), for the GET /Orders and GET /ModifiedOrders targets.
-// The rows look like the ones POST /Order writes (src/ra/orders.ts): DV products of both brands,
+// The rows look like the ones POST /Order writes (src/ra/orders/orders.ts): DV products of both brands,
 // two names each (the common name and its www twin), the JSON columns at their usual size, the
 // CSR kept; mostly COMPLETE, some PENDING (the last 30 days only), FAILED, CANCELLED, REVOKED.
 // Order dates run over two years up to now; update_date lies after order_date by the time the
@@ -19,7 +19,24 @@ const ORDER_BATCH = 1000;
 /** Orders per transaction (a few transactions: the WAL is checkpointed between them). */
 const ORDERS_PER_TRANSACTION = 100_000;
 
-const WORDS = ['shop', 'mail', 'portal', 'cloud', 'api', 'app', 'store', 'blog', 'media', 'secure', 'data', 'web', 'my', 'pay', 'travel', 'news'];
+const WORDS = [
+  'shop',
+  'mail',
+  'portal',
+  'cloud',
+  'api',
+  'app',
+  'store',
+  'blog',
+  'media',
+  'secure',
+  'data',
+  'web',
+  'my',
+  'pay',
+  'travel',
+  'news',
+];
 const TLDS = ['com', 'de', 'net', 'eu', 'org', 'io', 'fr', 'nl'];
 const PRODUCTS = [
   // code, brand, months or days, unit, price (EUR minor), share in %
@@ -50,14 +67,30 @@ export interface Seeded {
   readonly names: number;
 }
 
-export async function seedOrders(db: Db, o: { customerId: number; count: number; now: number; csrPem: string }): Promise<Seeded> {
+export async function seedOrders(
+  db: Db,
+  o: { customerId: number; count: number; now: number; csrPem: string },
+): Promise<Seeded> {
   const rnd = random(0x5eed);
-  const last = await db.kysely.selectFrom('orders').select((e) => e.fn.max('id').as('id')).executeTakeFirst();
+  const last = await db.kysely
+    .selectFrom('orders')
+    .select((e) => e.fn.max('id').as('id'))
+    .executeTakeFirst();
   const firstId = Number(last?.id ?? 0) + 1;
   const start = o.now - SPAN;
   const contacts = JSON.stringify({
-    AdminContact: { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@bench-customer.example' },
-    TechContact: { FirstName: 'Charles', LastName: 'Babbage', Phone: '+49 30 7654321', Email: 'ops@bench-customer.example' },
+    AdminContact: {
+      FirstName: 'Ada',
+      LastName: 'Lovelace',
+      Phone: '+49 30 1234567',
+      Email: 'ada@bench-customer.example',
+    },
+    TechContact: {
+      FirstName: 'Charles',
+      LastName: 'Babbage',
+      Phone: '+49 30 7654321',
+      Email: 'ops@bench-customer.example',
+    },
   });
   let names = 0;
 
@@ -116,27 +149,75 @@ export async function seedOrders(db: Db, o: { customerId: number; count: number;
           const partnerOrderId = `cd-${hex(`p${id}`).slice(0, 20)}`;
           const validated = issuedAt !== null;
           orderRows.push({
-            id, customer_id: o.customerId, partner_order_id: partnerOrderId, request_hash: hex(`r${id}`),
-            product_code: product.code, product_type: 'SSL', ca_brand: product.brand, validation_level: 'DV', common_name: commonName,
-            major_status: major, minor_status: minor, dv_auth_method: method, signature_hash_algorithm: 'SHA256-FULL-CHAIN',
-            validity_period: product.period, server_count: 1, san_names: JSON.stringify([base]),
+            id,
+            customer_id: o.customerId,
+            partner_order_id: partnerOrderId,
+            request_hash: hex(`r${id}`),
+            product_code: product.code,
+            product_type: 'SSL',
+            ca_brand: product.brand,
+            validation_level: 'DV',
+            common_name: commonName,
+            major_status: major,
+            minor_status: minor,
+            dv_auth_method: method,
+            signature_hash_algorithm: 'SHA256-FULL-CHAIN',
+            validity_period: product.period,
+            server_count: 1,
+            san_names: JSON.stringify([base]),
             params_json: JSON.stringify({
-              ProductCode: product.code, ValidityPeriod: product.period, ServerCount: 1, SubjectAltNames: [], SubjectAltNameCount: 0,
-              DVAuthMethod: method, SignatureHashAlgorithm: 'SHA256-FULL-CHAIN', InstallationService: false, ExpediteIssuance: false,
-              IsRenewal: false, IsCompetitiveUpgrade: false, IsUpsell: false,
-              ...(method === 'EMAIL' ? { ApproverEmail: `admin@${base}`, DomainApprovers: [{ Domain: commonName, Approvers: [`admin@${base}`] }, { Domain: base, Approvers: [`admin@${base}`] }] } : {}),
+              ProductCode: product.code,
+              ValidityPeriod: product.period,
+              ServerCount: 1,
+              SubjectAltNames: [],
+              SubjectAltNameCount: 0,
+              DVAuthMethod: method,
+              SignatureHashAlgorithm: 'SHA256-FULL-CHAIN',
+              InstallationService: false,
+              ExpediteIssuance: false,
+              IsRenewal: false,
+              IsCompetitiveUpgrade: false,
+              IsUpsell: false,
+              ...(method === 'EMAIL'
+                ? {
+                    ApproverEmail: `admin@${base}`,
+                    DomainApprovers: [
+                      { Domain: commonName, Approvers: [`admin@${base}`] },
+                      { Domain: base, Approvers: [`admin@${base}`] },
+                    ],
+                  }
+                : {}),
               PartnerOrderID: partnerOrderId,
             }),
-            contacts_json: contacts, organization_json: null, csr_pem: o.csrPem, csr_sha256: hex(`c${id}`).toUpperCase(),
-            price_minor: product.priceMinor, currency: 'EUR', billing_status: billing,
-            order_date: orderDate, update_date: updateDate, issued_at: issuedAt, term_end: null, failure_reason: failure,
+            contacts_json: contacts,
+            organization_json: null,
+            csr_pem: o.csrPem,
+            csr_sha256: hex(`c${id}`).toUpperCase(),
+            price_minor: product.priceMinor,
+            currency: 'EUR',
+            billing_status: billing,
+            order_date: orderDate,
+            update_date: updateDate,
+            issued_at: issuedAt,
+            term_end: null,
+            failure_reason: failure,
             dcv_value: hex(`d${id}`).slice(0, 32),
           });
           for (const name of [commonName, base]) {
             nameRows.push({
-              order_id: id, name, method, status: validated ? 'VALIDATED' : 'PENDING', approver_email: method === 'EMAIL' ? `admin@${base}` : null,
-              validated_at: validated ? issuedAt : null, last_checked_at: validated ? issuedAt : major === 'PENDING' ? updateDate : null,
-              last_problem: validated || method === 'EMAIL' ? null : method === 'DNS' ? `No TXT record at ${base}.` : `http://${name}/.well-known/pki-validation/fileauth.txt: HTTP 404`,
+              order_id: id,
+              name,
+              method,
+              status: validated ? 'VALIDATED' : 'PENDING',
+              approver_email: method === 'EMAIL' ? `admin@${base}` : null,
+              validated_at: validated ? issuedAt : null,
+              last_checked_at: validated ? issuedAt : major === 'PENDING' ? updateDate : null,
+              last_problem:
+                validated || method === 'EMAIL'
+                  ? null
+                  : method === 'DNS'
+                    ? `No TXT record at ${base}.`
+                    : `http://${name}/.well-known/pki-validation/fileauth.txt: HTTP 404`,
             });
           }
         }
@@ -153,14 +234,45 @@ export async function seedOrders(db: Db, o: { customerId: number; count: number;
  * A GET /ModifiedOrders window [from, to) in the middle of the customer's orders that holds at
  * least `size` orders (a little more when update dates tie at its end).
  */
-export async function modifiedWindow(db: Db, customerId: number, size: number): Promise<{ from: string; to: string; orders: number }> {
-  const total = Number((await db.kysely.selectFrom('orders').select((e) => e.fn.countAll<number>().as('n')).where('customer_id', '=', customerId).executeTakeFirstOrThrow()).n);
-  const at = async (offset: number) => (await db.kysely.selectFrom('orders').select('update_date').where('customer_id', '=', customerId)
-    .orderBy('update_date').orderBy('id').offset(offset).limit(1).executeTakeFirstOrThrow()).update_date;
+export async function modifiedWindow(
+  db: Db,
+  customerId: number,
+  size: number,
+): Promise<{ from: string; to: string; orders: number }> {
+  const total = Number(
+    (
+      await db.kysely
+        .selectFrom('orders')
+        .select((e) => e.fn.countAll<number>().as('n'))
+        .where('customer_id', '=', customerId)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+  const at = async (offset: number) =>
+    (
+      await db.kysely
+        .selectFrom('orders')
+        .select('update_date')
+        .where('customer_id', '=', customerId)
+        .orderBy('update_date')
+        .orderBy('id')
+        .offset(offset)
+        .limit(1)
+        .executeTakeFirstOrThrow()
+    ).update_date;
   const middle = Math.floor(total / 2);
   const from = await at(middle);
   const to = (await at(middle + size - 1)) + 1;
-  const n = Number((await db.kysely.selectFrom('orders').select((e) => e.fn.countAll<number>().as('n')).where('customer_id', '=', customerId)
-    .where('update_date', '>=', from).where('update_date', '<', to).executeTakeFirstOrThrow()).n);
+  const n = Number(
+    (
+      await db.kysely
+        .selectFrom('orders')
+        .select((e) => e.fn.countAll<number>().as('n'))
+        .where('customer_id', '=', customerId)
+        .where('update_date', '>=', from)
+        .where('update_date', '<', to)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
   return { from: formatTimestamp(from)!, to: formatTimestamp(to)!, orders: n };
 }

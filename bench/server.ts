@@ -20,7 +20,7 @@ import { seq } from '../src/ca/der-writer.js';
 import { children, readTlv } from '../src/core/der.js';
 import { createServices, createWebApp, type Services } from '../src/main.js';
 import type { App } from '../src/web/types.js';
-import { generateKeyAndCsr } from '../src/validation/keygen.js';
+import { generateKeyAndCsr } from '../src/ra/tools/keygen.js';
 import { scratchPostgresDatabase } from '../test/support/databases.js';
 import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.js';
 import type { ChildFixtures, ChildMessage, ParentMessage, ServerKind, ServerSetup } from './protocol.js';
@@ -65,7 +65,11 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
   try {
     const dataDir = mkdtempSync(join(tmpdir(), 'certdesk-bench-'));
     cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const env: Record<string, string> = { CERTDESK_DATA_DIR: dataDir, CERTDESK_RATE_LIMIT: BENCH_RATE_LIMIT };
+    const env: Record<string, string> = {
+      CERTDESK_DATA_DIR: dataDir,
+      CERTDESK_RATE_LIMIT: BENCH_RATE_LIMIT,
+      CERTDESK_RATE_LIMIT_ANONYMOUS: BENCH_RATE_LIMIT,
+    };
     let dns: TestDnsServer | undefined;
     if (setup === 'orders' || setup === 'ordersPg') {
       // A real DNS server on loopback, in this process (its CPU counts as the server's).
@@ -83,18 +87,31 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
     const app = await createWebApp(services, false);
     cleanup.push(() => app.close());
     const created = await services.accounts.createCustomer({
-      name: 'Bench Customer', email: 'ops@bench.example', currency: 'EUR', creditLimit: 5000,
-      country: 'DE', locale: 'de_DE', timezone: 'Europe/Berlin',
+      name: 'Bench Customer',
+      email: 'ops@bench.example',
+      currency: 'EUR',
+      creditLimit: 5000,
+      country: 'DE',
+      locale: 'de_DE',
+      timezone: 'Europe/Berlin',
     });
     const credentials = { clientId: created.application.clientId, clientSecret: created.clientSecret };
     const fixtures: { -readonly [K in keyof ChildFixtures]: ChildFixtures[K] } = {
-      ocspPath: await ocspFixture(services), database: services.db.dialect,
+      ocspPath: await ocspFixture(services),
+      database: services.db.dialect,
+      client: credentials,
+      signIn: { username: created.user.username, password: created.password },
     };
     if (dns !== undefined) fixtures.orderId = await orderFixture(app, services, dns, credentials, created.customer.id);
     if (setup === 'orders1m') {
       const csrPem = benchCsr();
       const t0 = performance.now();
-      const seeded = await seedOrders(services.db, { customerId: created.customer.id, count: BENCH_ORDERS, now: services.clock.nowSeconds(), csrPem });
+      const seeded = await seedOrders(services.db, {
+        customerId: created.customer.id,
+        count: BENCH_ORDERS,
+        now: services.clock.nowSeconds(),
+        csrPem,
+      });
       const seconds = (performance.now() - t0) / 1000;
       const dbFile = join(dataDir, 'certdesk.db');
       const dbBytes = statSync(dbFile).size + (statSync(`${dbFile}-wal`, { throwIfNoEntry: false })?.size ?? 0);
@@ -116,7 +133,8 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
 
 function benchCsr(): string {
   const pem = process.env.BENCH_CSR_PEM;
-  if (pem === undefined || !pem.includes('CERTIFICATE REQUEST')) throw new Error('BENCH_CSR_PEM is not set (bench/run.ts passes the bench CSR)');
+  if (pem === undefined || !pem.includes('CERTIFICATE REQUEST'))
+    throw new Error('BENCH_CSR_PEM is not set (bench/run.ts passes the bench CSR)');
   return pem;
 }
 
@@ -125,24 +143,53 @@ function benchCsr(): string {
  * published in the loopback DNS server, the free product's price checked (0: the credit limit
  * does not matter), and one order placed: it must be issued inline. Returns its id.
  */
-async function orderFixture(app: App, services: Services, dns: TestDnsServer, c: { clientId: string; clientSecret: string }, customerId: number): Promise<number> {
+async function orderFixture(
+  app: App,
+  services: Services,
+  dns: TestDnsServer,
+  c: { clientId: string; clientSecret: string },
+  customerId: number,
+): Promise<number> {
   const csrPem = benchCsr();
   const call = async (method: 'GET' | 'POST', url: string, token?: string, payload?: object) => {
-    const res = await app.inject({ method, url, ...(token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } }), ...(payload === undefined ? {} : { payload }) });
+    const res = await app.inject({
+      method,
+      url,
+      ...(token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } }),
+      ...(payload === undefined ? {} : { payload }),
+    });
     if (res.statusCode !== 200) throw new Error(`${method} ${url}: HTTP ${res.statusCode} ${res.body}`);
     return res.json() as Record<string, unknown>;
   };
-  const token = (await call('POST', '/oauth2/token', undefined, { grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret })).access_token as string;
-  const dnsData = await call('POST', '/rest/v1/DNSData', token, { CSR: csrPem, ProductCode: ORDER_INLINE_PRODUCT.code });
+  const token = (
+    await call('POST', '/oauth2/token', undefined, {
+      grant_type: 'client_credentials',
+      client_id: c.clientId,
+      client_secret: c.clientSecret,
+    })
+  ).access_token as string;
+  const dnsData = await call('POST', '/rest/v1/DNSData', token, {
+    CSR: csrPem,
+    ProductCode: ORDER_INLINE_PRODUCT.code,
+  });
   const details = dnsData.DNSAuthDetails as { PointerType: string; DNSValue: string; FQDNs: string[] };
-  if (details.PointerType !== 'TXT') throw new Error(`expected a TXT proof for ${ORDER_INLINE_PRODUCT.code}, got ${JSON.stringify(details)}`);
+  if (details.PointerType !== 'TXT')
+    throw new Error(`expected a TXT proof for ${ORDER_INLINE_PRODUCT.code}, got ${JSON.stringify(details)}`);
   for (const name of details.FQDNs) dns.set(name, [{ type: 'TXT', data: details.DNSValue }]);
 
-  const quote = await call('GET', `/rest/v1/Quote?ProductCode=${ORDER_INLINE_PRODUCT.code}&ValidityPeriod=${ORDER_INLINE_PRODUCT.validityPeriod}`, token);
+  const quote = await call(
+    'GET',
+    `/rest/v1/Quote?ProductCode=${ORDER_INLINE_PRODUCT.code}&ValidityPeriod=${ORDER_INLINE_PRODUCT.validityPeriod}`,
+    token,
+  );
   if (typeof quote.Price !== 'number') throw new Error(`GET /Quote: no Price in ${JSON.stringify(quote)}`);
   if (quote.Price > 0) {
     // Not free (a changed catalog): a limit no bench run can reach.
-    await services.db.kysely.updateTable('customers').set({ credit_limit_minor: 1e15 }).where('id', '=', customerId).execute();
+    await services.db.kysely
+      .updateTable('customers')
+      .set({ credit_limit_minor: 1e15 })
+      .where('id', '=', customerId)
+      .execute();
   }
 
   const placed = await call('POST', '/rest/v1/Order', token, JSON.parse(orderInlineBody(csrPem)) as object);
@@ -158,7 +205,8 @@ async function orderFixture(app: App, services: Services, dns: TestDnsServer, c:
  */
 async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const url = benchDatabaseUrl();
-  if (url === undefined) throw new Error('setup ordersPg needs CERTDESK_BENCH_DATABASE_URL or CERTDESK_TEST_DATABASE_URL');
+  if (url === undefined)
+    throw new Error('setup ordersPg needs CERTDESK_BENCH_DATABASE_URL or CERTDESK_TEST_DATABASE_URL');
   return scratchPostgresDatabase(url, 'certdesk_bench');
 }
 
@@ -167,10 +215,16 @@ async function ocspFixture(services: Services): Promise<string> {
   await services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
   const { csrPem } = await generateKeyAndCsr('ocsp.certdesk-bench.com');
   const leaf = await services.ca.issue({
-    csr: checkCsr(csrPem), product: { code: 'TrustPoint.DV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'DV' }, dnsNames: ['ocsp.certdesk-bench.com'],
+    csr: checkCsr(csrPem),
+    product: { code: 'TrustPoint.DV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'DV' },
+    dnsNames: ['ocsp.certdesk-bench.com'],
   });
   const issuer = new X509Certificate(leaf.intermediate);
-  const certId = certIdFor(subjectDer(issuer.raw), issuer.publicKey.export({ type: 'spki', format: 'der' }), Buffer.from(leaf.serial, 'hex'));
+  const certId = certIdFor(
+    subjectDer(issuer.raw),
+    issuer.publicKey.export({ type: 'spki', format: 'der' }),
+    Buffer.from(leaf.serial, 'hex'),
+  );
   // OCSPRequest { TBSRequest { requestList { Request { CertID } } } }
   const request = seq(seq(seq(seq(certId))));
   return `/ocsp/${encodeURIComponent(Buffer.from(request).toString('base64'))}`;
@@ -197,7 +251,9 @@ async function main(): Promise<void> {
   const kind = process.argv[2] as ServerKind | undefined;
   const setup = (process.argv[3] ?? 'plain') as ServerSetup;
   if ((kind !== 'baseline' && kind !== 'certdesk') || !SETUPS.includes(setup)) {
-    throw new Error(`usage: server.ts <baseline|certdesk> [${SETUPS.join('|')}] (got ${process.argv.slice(2).join(' ')})`);
+    throw new Error(
+      `usage: server.ts <baseline|certdesk> [${SETUPS.join('|')}] (got ${process.argv.slice(2).join(' ')})`,
+    );
   }
   if (process.send === undefined) throw new Error('server.ts is started by bench/run.ts (it needs an IPC channel)');
 
@@ -230,7 +286,13 @@ async function main(): Promise<void> {
           case 'usage': {
             const cpu = process.cpuUsage();
             const elu = performance.eventLoopUtilization();
-            send({ type: 'usage', id: message.id, cpuMicros: cpu.user + cpu.system, eluActive: elu.active, eluIdle: elu.idle });
+            send({
+              type: 'usage',
+              id: message.id,
+              cpuMicros: cpu.user + cpu.system,
+              eluActive: elu.active,
+              eluIdle: elu.idle,
+            });
             break;
           }
           case 'profile-start':
@@ -259,7 +321,12 @@ async function main(): Promise<void> {
 
   const running = await starting;
   if (stopping === undefined) {
-    send({ type: 'ready', port: running.port, ...(running.credentials === undefined ? {} : { credentials: running.credentials }), fixtures: running.fixtures });
+    send({
+      type: 'ready',
+      port: running.port,
+      ...(running.credentials === undefined ? {} : { credentials: running.credentials }),
+      fixtures: running.fixtures,
+    });
   }
 }
 

@@ -41,6 +41,8 @@ export interface Target {
   readonly rate?: number;
   /** Needs PostgreSQL: measured only when benchDatabaseUrl() is set. */
   readonly postgres?: boolean;
+  /** The status a good answer has when it is not a 2xx (a redirect). */
+  readonly okStatus?: number;
 }
 
 /** The PostgreSQL server of the `…Pg` targets: CERTDESK_BENCH_DATABASE_URL, else CERTDESK_TEST_DATABASE_URL. */
@@ -62,7 +64,12 @@ export const ORDER_INLINE_PRODUCT = { code: 'TrustPoint.FreeDV', validityPeriod:
 export function orderInlineBody(csrPem: string): string {
   const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-bench.com' };
   return JSON.stringify({
-    OrderParameters: { ProductCode: ORDER_INLINE_PRODUCT.code, ValidityPeriod: ORDER_INLINE_PRODUCT.validityPeriod, DVAuthMethod: 'DNS', CSR: csrPem },
+    OrderParameters: {
+      ProductCode: ORDER_INLINE_PRODUCT.code,
+      ValidityPeriod: ORDER_INLINE_PRODUCT.validityPeriod,
+      DVAuthMethod: 'DNS',
+      CSR: csrPem,
+    },
     AdminContact: contact,
     TechContact: contact,
   });
@@ -73,7 +80,11 @@ const ORDER_RATE = 300;
 
 const QUOTE_QUERY = 'ProductCode=TrustPoint.DV&ValidityPeriod=12&ServerCount=1&SubjectAltNameCount=0';
 
-function okEnvelope(status: number, body: unknown, extra: (b: Record<string, unknown>) => string | undefined): string | undefined {
+function okEnvelope(
+  status: number,
+  body: unknown,
+  extra: (b: Record<string, unknown>) => string | undefined,
+): string | undefined {
   if (status !== 200) return `HTTP ${status}: ${JSON.stringify(body)}`;
   if (typeof body !== 'object' || body === null) return `not a JSON object: ${JSON.stringify(body)}`;
   const b = body as Record<string, unknown>;
@@ -83,7 +94,13 @@ function okEnvelope(status: number, body: unknown, extra: (b: Record<string, unk
 
 const bearer = (f: Fixtures) => ({ authorization: `Bearer ${f.token}` });
 
-function orderInlineTarget(id: string, label: string, pg: boolean, rate: number | undefined, goal: Goal | undefined): Target {
+function orderInlineTarget(
+  id: string,
+  label: string,
+  pg: boolean,
+  rate: number | undefined,
+  goal: Goal | undefined,
+): Target {
   return {
     id,
     label,
@@ -101,7 +118,9 @@ function orderInlineTarget(id: string, label: string, pg: boolean, rate: number 
     check: (status, body) =>
       okEnvelope(status, body, (b) => {
         const cert = (b.Fulfillment as { Certificate?: unknown } | undefined)?.Certificate;
-        return typeof cert === 'string' && cert.startsWith('-----BEGIN CERTIFICATE-----') ? undefined : `no Fulfillment.Certificate: ${JSON.stringify(body).slice(0, 300)}`;
+        return typeof cert === 'string' && cert.startsWith('-----BEGIN CERTIFICATE-----')
+          ? undefined
+          : `no Fulfillment.Certificate: ${JSON.stringify(body).slice(0, 300)}`;
       }),
   };
 }
@@ -109,7 +128,13 @@ function orderInlineTarget(id: string, label: string, pg: boolean, rate: number 
 const p99Under = (ms: number): Goal => ({ text: `p99 < ${ms} ms`, met: (r) => r.medianP99Ms < ms });
 
 /** GET /Orders and /ModifiedOrders over 1M orders: one child for all, requests one at a time (the latency of one request). */
-function ordersListTarget(id: string, label: string, path: (f: Fixtures) => string, check: (b: Record<string, unknown>, f: ChildFixtures) => string | undefined, optional = false): Target {
+function ordersListTarget(
+  id: string,
+  label: string,
+  path: (f: Fixtures) => string,
+  check: (b: Record<string, unknown>, f: ChildFixtures) => string | undefined,
+  optional = false,
+): Target {
   return {
     id,
     label,
@@ -127,7 +152,9 @@ const infos = (b: Record<string, unknown>) => (Array.isArray(b.OrderInfos) ? (b.
 const pageOf100 = (b: Record<string, unknown>) => {
   const available = (b._meta as { ItemsAvailable?: unknown } | undefined)?.ItemsAvailable;
   if (infos(b)?.length !== 100) return `expected 100 OrderInfos, got ${infos(b)?.length ?? 'none'}`;
-  return typeof available === 'number' && available >= 1_000_000 ? undefined : `_meta.ItemsAvailable is ${String(available)}, expected ≥ 1,000,000`;
+  return typeof available === 'number' && available >= 1_000_000
+    ? undefined
+    : `_meta.ItemsAvailable is ${String(available)}, expected ≥ 1,000,000`;
 };
 
 export const TARGETS: readonly Target[] = [
@@ -137,7 +164,9 @@ export const TARGETS: readonly Target[] = [
     server: 'baseline',
     request: () => ({ method: 'GET', path: '/', headers: {} }),
     check: (status, body) =>
-      status === 200 && (body as { hello?: unknown } | null)?.hello === 'world' ? undefined : `HTTP ${status}: ${JSON.stringify(body)}`,
+      status === 200 && (body as { hello?: unknown } | null)?.hello === 'world'
+        ? undefined
+        : `HTTP ${status}: ${JSON.stringify(body)}`,
   },
   {
     // The certdesk app's floor: its global hooks, no token, no rate limiter, no database.
@@ -149,11 +178,50 @@ export const TARGETS: readonly Target[] = [
     check: (status, body) => okEnvelope(status, body, () => undefined),
   },
   {
+    // RFC 6749 §4.4 as integrations call it: a form body, SHA-256 of a 256-bit secret, two tokens stored.
+    id: 'token',
+    label: 'POST /oauth2/token (client_credentials)',
+    server: 'certdesk',
+    request: (f) => ({
+      method: 'POST',
+      path: '/oauth2/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: f.child.client?.clientId ?? '',
+        client_secret: f.child.client?.clientSecret ?? '',
+      }).toString(),
+    }),
+    check: (status, body) =>
+      status === 200 && typeof (body as { access_token?: unknown } | null)?.access_token === 'string'
+        ? undefined
+        : `HTTP ${status}: ${JSON.stringify(body)}`,
+  },
+  {
+    // Bound by argon2id (m=19456 KiB, t=2, p=1: @node-rs/argon2's defaults, OWASP's minimum): one
+    // hash per sign-in on the libuv pool, plus the throttle lookups, the session row and an audit row.
+    id: 'signIn',
+    label: 'POST /signin (argon2id m=19456 KiB, t=2, p=1)',
+    server: 'certdesk',
+    request: (f) => ({
+      method: 'POST',
+      path: '/signin',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        username: f.child.signIn?.username ?? '',
+        password: f.child.signIn?.password ?? '',
+      }).toString(),
+    }),
+    okStatus: 303,
+    check: (status) => (status === 303 ? undefined : `HTTP ${status}: expected 303 to the account page`),
+  },
+  {
     id: 'profile',
     label: 'GET /rest/v1/Profile',
     server: 'certdesk',
     request: (f) => ({ method: 'GET', path: '/rest/v1/Profile', headers: bearer(f) }),
-    check: (status, body) => okEnvelope(status, body, (b) => (typeof b.CustomerID === 'number' ? undefined : 'no CustomerID')),
+    check: (status, body) =>
+      okEnvelope(status, body, (b) => (typeof b.CustomerID === 'number' ? undefined : 'no CustomerID')),
     goal: { text: '≥ 50 % of baseline', met: (r) => r.ratioToBaseline >= 0.5 },
   },
   {
@@ -174,7 +242,11 @@ export const TARGETS: readonly Target[] = [
       body: JSON.stringify({ CSR: f.csrPem }),
     }),
     check: (status, body) =>
-      okEnvelope(status, body, (b) => ((b.ParsedCSR as { KeyLength?: unknown } | undefined)?.KeyLength === 2048 ? undefined : 'ParsedCSR.KeyLength is not 2048')),
+      okEnvelope(status, body, (b) =>
+        (b.ParsedCSR as { KeyLength?: unknown } | undefined)?.KeyLength === 2048
+          ? undefined
+          : 'ParsedCSR.KeyLength is not 2048',
+      ),
     goal: { text: '≥ 2,000 req/s', met: (r) => r.medianReqPerSec >= 2000 },
   },
   {
@@ -183,13 +255,23 @@ export const TARGETS: readonly Target[] = [
     server: 'certdesk',
     request: (f) => ({ method: 'GET', path: f.child.ocspPath ?? '/ocsp/missing', headers: {} }),
     // The body is DER (read here as text): a successful OCSPResponse is far longer than an error one (5 bytes).
-    check: (status, body) => (status === 200 && typeof body === 'string' && body.length > 100 ? undefined : `HTTP ${status}, ${typeof body === 'string' ? body.length : 0} bytes`),
+    check: (status, body) =>
+      status === 200 && typeof body === 'string' && body.length > 100
+        ? undefined
+        : `HTTP ${status}, ${typeof body === 'string' ? body.length : 0} bytes`,
     goal: { text: '≥ 5,000 req/s', met: (r) => r.medianReqPerSec >= 5000 },
   },
-  orderInlineTarget('orderInline', 'POST /rest/v1/Order (FreeDV, DNS proof in place: issued inline)', false, undefined, { text: `≥ ${ORDER_RATE} req/s`, met: (r) => r.medianReqPerSec >= ORDER_RATE }),
+  orderInlineTarget(
+    'orderInline',
+    'POST /rest/v1/Order (FreeDV, DNS proof in place: issued inline)',
+    false,
+    undefined,
+    { text: `≥ ${ORDER_RATE} req/s`, met: (r) => r.medianReqPerSec >= ORDER_RATE },
+  ),
   orderInlineTarget('orderInlineAt300', `POST /rest/v1/Order inline, paced at ${ORDER_RATE}/s`, false, ORDER_RATE, {
     // The server must keep up with the pace too (a run that falls behind has fewer answers).
-    text: `p99 < 100 ms at ${ORDER_RATE}/s`, met: (r) => r.medianP99Ms < 100 && r.medianReqPerSec >= 0.97 * ORDER_RATE,
+    text: `p99 < 100 ms at ${ORDER_RATE}/s`,
+    met: (r) => r.medianP99Ms < 100 && r.medianReqPerSec >= 0.97 * ORDER_RATE,
   }),
   orderInlineTarget('orderInlinePg', 'POST /rest/v1/Order inline on PostgreSQL', true, undefined, undefined),
   {
@@ -202,18 +284,37 @@ export const TARGETS: readonly Target[] = [
       okEnvelope(status, body, (b) => {
         const info = b.OrderInfo as { ServiceOrderID?: unknown; OrderStatus?: { MajorStatus?: unknown } } | undefined;
         return info?.ServiceOrderID === f.child.orderId && info?.OrderStatus?.MajorStatus === 'COMPLETE'
-          ? undefined : `not the COMPLETE order ${String(f.child.orderId)}: ${JSON.stringify(body).slice(0, 300)}`;
+          ? undefined
+          : `not the COMPLETE order ${String(f.child.orderId)}: ${JSON.stringify(body).slice(0, 300)}`;
       }),
     goal: { text: '≥ 50 % of baseline', met: (r) => r.ratioToBaseline >= 0.5 },
   },
-  ordersListTarget('orders1m', 'GET /rest/v1/Orders?ItemsPerPage=100&Page=1 (1M orders, 1 conn)', () => '/rest/v1/Orders?ItemsPerPage=100&Page=1', pageOf100),
-  ordersListTarget('modified1m', 'GET /rest/v1/ModifiedOrders (≥ 100 of 1M orders, 1 conn)', (f) => {
-    const w = f.child.modifiedWindow;
-    return `/rest/v1/ModifiedOrders?FromDate=${w?.from ?? ''}&ToDate=${w?.to ?? ''}`;
-  }, (b, f) => {
-    const n = infos(b)?.length ?? 0;
-    return n >= 100 && n === f.modifiedWindow?.orders ? undefined : `expected ${f.modifiedWindow?.orders ?? '≥ 100'} OrderInfos, got ${n}`;
-  }),
+  ordersListTarget(
+    'orders1m',
+    'GET /rest/v1/Orders?ItemsPerPage=100&Page=1 (1M orders, 1 conn)',
+    () => '/rest/v1/Orders?ItemsPerPage=100&Page=1',
+    pageOf100,
+  ),
+  ordersListTarget(
+    'modified1m',
+    'GET /rest/v1/ModifiedOrders (≥ 100 of 1M orders, 1 conn)',
+    (f) => {
+      const w = f.child.modifiedWindow;
+      return `/rest/v1/ModifiedOrders?FromDate=${w?.from ?? ''}&ToDate=${w?.to ?? ''}`;
+    },
+    (b, f) => {
+      const n = infos(b)?.length ?? 0;
+      return n >= 100 && n === f.modifiedWindow?.orders
+        ? undefined
+        : `expected ${f.modifiedWindow?.orders ?? '≥ 100'} OrderInfos, got ${n}`;
+    },
+  ),
   // Diagnostic: a page in the middle (OFFSET 499,900).
-  ordersListTarget('orders1mDeep', 'GET /rest/v1/Orders?ItemsPerPage=100&Page=5000 (1M orders, 1 conn)', () => '/rest/v1/Orders?ItemsPerPage=100&Page=5000', pageOf100, true),
+  ordersListTarget(
+    'orders1mDeep',
+    'GET /rest/v1/Orders?ItemsPerPage=100&Page=5000 (1M orders, 1 conn)',
+    () => '/rest/v1/Orders?ItemsPerPage=100&Page=5000',
+    pageOf100,
+    true,
+  ),
 ];

@@ -15,7 +15,11 @@ for (const arg of process.argv.slice(2)) {
     continue;
   }
   const report = JSON.parse(readFileSync(file, 'utf8'));
-  const failures = report.numFailedTests + (report.numFailedTestSuites ?? 0);
+  // A file that failed with no failed test (it did not load) counts once; describe blocks do not.
+  const brokenFiles = (report.testResults ?? []).filter(
+    (file) => file.status === 'failed' && !(file.assertionResults ?? []).some((test) => test.status === 'failed'),
+  ).length;
+  const failures = report.numFailedTests + brokenFiles;
   passed += report.numPassedTests;
   failed += failures;
   skipped += report.numPendingTests + (report.numTodoTests ?? 0);

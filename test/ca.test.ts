@@ -39,24 +39,62 @@ function makeCsr(key: 'rsa' | 'ec', names: string[]): string {
   const n = ++csrCount;
   const keyArgs = key === 'rsa' ? ['-newkey', 'rsa:2048'] : ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'];
   const out = join(dir, `req-${n}.csr`);
-  execFileSync('openssl', ['req', '-new', ...keyArgs, '-nodes', '-keyout', join(dir, `key-${n}.pem`), '-subj', `/CN=${names[0]}`, '-addext', `subjectAltName=${names.map((x) => `DNS:${x}`).join(',')}`, '-out', out], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-new',
+      ...keyArgs,
+      '-nodes',
+      '-keyout',
+      join(dir, `key-${n}.pem`),
+      '-subj',
+      `/CN=${names[0]}`,
+      '-addext',
+      `subjectAltName=${names.map((x) => `DNS:${x}`).join(',')}`,
+      '-out',
+      out,
+    ],
+    { stdio: 'pipe' },
+  );
   return readFileSync(out, 'utf8');
 }
 
 const NAMES = ['www.example.com', 'example.com'];
 const ORG = { organization: 'Acme Widgets GmbH', country: 'DE', state: 'Berlin', locality: 'Berlin' };
-const EV_ORG = { ...ORG, businessCategory: 'Private Organization', registrationNumber: 'HRB 12345', jurisdictionCountry: 'DE' };
+const EV_ORG = {
+  ...ORG,
+  businessCategory: 'Private Organization',
+  registrationNumber: 'HRB 12345',
+  jurisdictionCountry: 'DE',
+};
 
 describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
   let t: TestContext;
   let rsa: CheckedCsr;
   let ec: CheckedCsr;
   const dv = (brand: string) => ({ code: `${brand}.DV`, brand, type: 'SSL' as const, validationLevel: 'DV' as const });
-  const count = async () => Number((await t.db.kysely.selectFrom('certificates').select((e) => e.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-  const issue = (r: Partial<IssueRequest> & Pick<IssueRequest, 'csr'>) => t.services.ca.issue({ product: dv('TrustPoint'), dnsNames: NAMES, ...r });
+  const count = async () =>
+    Number(
+      (
+        await t.db.kysely
+          .selectFrom('certificates')
+          .select((e) => e.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const issue = (r: Partial<IssueRequest> & Pick<IssueRequest, 'csr'>) =>
+    t.services.ca.issue({ product: dv('TrustPoint'), dnsNames: NAMES, ...r });
   /** openssl verify of a leaf with its delivered intermediates against the chain's root. */
   const verify = (leaf: string, intermediate: string, root: string, extra: string[] = []) =>
-    openssl(['verify', ...extra, '-CAfile', file('root.pem', root), ...(intermediate === '' ? [] : ['-untrusted', file('int.pem', intermediate)]), file('leaf.pem', leaf)]);
+    openssl([
+      'verify',
+      ...extra,
+      '-CAfile',
+      file('root.pem', root),
+      ...(intermediate === '' ? [] : ['-untrusted', file('int.pem', intermediate)]),
+      file('leaf.pem', leaf),
+    ]);
 
   beforeAll(async () => {
     t = await createTestContext(dialect);
@@ -83,31 +121,51 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
     });
 
     const cases = [
-      ...['TrustPoint', 'Sectra'].flatMap((brand) => SIGNATURE_HASH_ALGORITHMS.flatMap((sha) => (['rsa', 'ec'] as const).map((key) => ({ brand, sha, key })))),
+      ...['TrustPoint', 'Sectra'].flatMap((brand) =>
+        SIGNATURE_HASH_ALGORITHMS.flatMap((sha) => (['rsa', 'ec'] as const).map((key) => ({ brand, sha, key }))),
+      ),
     ];
-    it.each(cases)('openssl verify: $brand $sha with an $key key', async ({ brand, sha, key }) => {
-      const offered = t.services.catalog.brand(brand).signatureHashAlgorithms.includes(sha);
-      const eccOnly = sha === 'SHA256-ECC-HYBRID' || sha === 'SHA256-ECC-FULL';
-      const before = await count();
-      const run = () => issue({ csr: key === 'rsa' ? rsa : ec, product: dv(brand), signatureHashAlgorithm: sha as SignatureHashAlgorithm });
-      if (!offered || (eccOnly && key === 'rsa')) {
-        await expect(run()).rejects.toMatchObject({ kind: 'invalidInput', field: 'SignatureHashAlgorithm', message: expect.stringMatching(offered ? /ECC keys/ : /not offered/) });
-        expect(await count()).toBe(before);
-        return;
-      }
-      const c = await run();
-      const chain = t.services.ca.chain(brand, sha as SignatureHashAlgorithm);
-      expect(c.certificate.endsWith('-----END CERTIFICATE-----\n')).toBe(true);
-      expect(c.intermediate).toBe(chain.intermediates.join(''));
-      expect(c.intermediate).not.toContain(chain.root.trim());
-      const v = verify(c.certificate, c.intermediate, chain.root);
-      expect(v.out).toContain(': OK');
-      expect(v.status).toBe(0);
-      // The chain is the one DESIGN §5.7 names for the algorithm.
-      const rootRole = { 'SHA256-FULL-CHAIN': 'rsa-root', 'SHA256-ECC-HYBRID': 'rsa-root', 'SHA256-ECC-FULL': 'ecc-root', 'SHA2-256': 'legacy-root' }[sha]!;
-      expect(c.chainIds.at(-1)).toBe(`${brand.toLowerCase()}-${rootRole}-1`);
-      expect(await count()).toBe(before + 1);
-    }, 30_000);
+    it.each(cases)(
+      'openssl verify: $brand $sha with an $key key',
+      async ({ brand, sha, key }) => {
+        const offered = t.services.catalog.brand(brand).signatureHashAlgorithms.includes(sha);
+        const eccOnly = sha === 'SHA256-ECC-HYBRID' || sha === 'SHA256-ECC-FULL';
+        const before = await count();
+        const run = () =>
+          issue({
+            csr: key === 'rsa' ? rsa : ec,
+            product: dv(brand),
+            signatureHashAlgorithm: sha as SignatureHashAlgorithm,
+          });
+        if (!offered || (eccOnly && key === 'rsa')) {
+          await expect(run()).rejects.toMatchObject({
+            kind: 'invalidInput',
+            field: 'SignatureHashAlgorithm',
+            message: expect.stringMatching(offered ? /ECC keys/ : /not offered/),
+          });
+          expect(await count()).toBe(before);
+          return;
+        }
+        const c = await run();
+        const chain = t.services.ca.chain(brand, sha as SignatureHashAlgorithm);
+        expect(c.certificate.endsWith('-----END CERTIFICATE-----\n')).toBe(true);
+        expect(c.intermediate).toBe(chain.intermediates.join(''));
+        expect(c.intermediate).not.toContain(chain.root.trim());
+        const v = verify(c.certificate, c.intermediate, chain.root);
+        expect(v.out).toContain(': OK');
+        expect(v.status).toBe(0);
+        // The chain is the one DESIGN §5.7 names for the algorithm.
+        const rootRole = {
+          'SHA256-FULL-CHAIN': 'rsa-root',
+          'SHA256-ECC-HYBRID': 'rsa-root',
+          'SHA256-ECC-FULL': 'ecc-root',
+          'SHA2-256': 'legacy-root',
+        }[sha]!;
+        expect(c.chainIds.at(-1)).toBe(`${brand.toLowerCase()}-${rootRole}-1`);
+        expect(await count()).toBe(before + 1);
+      },
+      30_000,
+    );
   });
 
   describe('profiles', () => {
@@ -127,17 +185,41 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
       expect(text).toMatch(/X509v3 Authority Key Identifier/);
       expect(c.serial.length).toBeGreaterThanOrEqual(18);
       expect(c.notAfter - c.notBefore + 1).toBe(200 * 86400);
-      const ecText = openssl(['x509', '-noout', '-text', '-in', file('dv-ec.pem', (await issue({ csr: ec })).certificate)]).out;
+      const ecText = openssl([
+        'x509',
+        '-noout',
+        '-text',
+        '-in',
+        file('dv-ec.pem', (await issue({ csr: ec })).certificate),
+      ]).out;
       expect(ecText).toMatch(/X509v3 Key Usage: critical\n *Digital Signature\n/);
     });
 
     it('ok/OV and EV subjects come from the vetted organization; EV carries jurisdiction and registration', async () => {
-      const ov = await issue({ csr: rsa, product: { code: 'TrustPoint.OV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'OV' }, organization: ORG });
+      const ov = await issue({
+        csr: rsa,
+        product: { code: 'TrustPoint.OV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'OV' },
+        organization: ORG,
+      });
       const ovText = openssl(['x509', '-noout', '-text', '-in', file('ov.pem', ov.certificate)]).out;
-      expect(ovText).toMatch(/Subject: C ?= ?DE, ST ?= ?Berlin, L ?= ?Berlin, O ?= ?Acme Widgets GmbH, CN ?= ?www\.example\.com/);
+      expect(ovText).toMatch(
+        /Subject: C ?= ?DE, ST ?= ?Berlin, L ?= ?Berlin, O ?= ?Acme Widgets GmbH, CN ?= ?www\.example\.com/,
+      );
       expect(ovText).toContain('Policy: 2.23.140.1.2.2');
-      const ev = await issue({ csr: rsa, product: { code: 'TrustPoint.EV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'EV' }, organization: EV_ORG });
-      const evText = openssl(['x509', '-noout', '-text', '-nameopt', 'oneline', '-in', file('ev.pem', ev.certificate)]).out;
+      const ev = await issue({
+        csr: rsa,
+        product: { code: 'TrustPoint.EV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'EV' },
+        organization: EV_ORG,
+      });
+      const evText = openssl([
+        'x509',
+        '-noout',
+        '-text',
+        '-nameopt',
+        'oneline',
+        '-in',
+        file('ev.pem', ev.certificate),
+      ]).out;
       expect(evText).toContain('businessCategory = Private Organization');
       expect(evText).toContain('jurisdictionC = DE');
       expect(evText).toContain('serialNumber = HRB 12345');
@@ -145,15 +227,25 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
     });
 
     it('ok/code signing and S/MIME chain to their own intermediates with their own EKU', async () => {
-      const cs = await t.services.ca.issue({ csr: rsa, product: { code: 'TrustPoint.CodeSigning', brand: 'TrustPoint', type: 'CODESIGN', validationLevel: null }, organization: ORG });
+      const cs = await t.services.ca.issue({
+        csr: rsa,
+        product: { code: 'TrustPoint.CodeSigning', brand: 'TrustPoint', type: 'CODESIGN', validationLevel: null },
+        organization: ORG,
+      });
       const csText = openssl(['x509', '-noout', '-text', '-in', file('cs.pem', cs.certificate)]).out;
       expect(csText).toMatch(/Extended Key Usage: *\n *Code Signing\n/);
       expect(csText).not.toContain('DNS:');
       const root = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN', 'CODESIGN').root;
       // OpenSSL 3.0 has no codesign purpose: the chain verifies, and the EKU above is the profile's.
       expect(verify(cs.certificate, cs.intermediate, root).out).toContain(': OK');
-      expect(openssl(['x509', '-noout', '-text', '-in', file('cs-int.pem', cs.intermediate)]).out).toMatch(/Extended Key Usage: *\n *Code Signing\n/);
-      const sm = await t.services.ca.issue({ csr: ec, product: { code: 'TrustPoint.SMIME', brand: 'TrustPoint', type: 'SMIME', validationLevel: null }, emails: ['alice@example.com'] });
+      expect(openssl(['x509', '-noout', '-text', '-in', file('cs-int.pem', cs.intermediate)]).out).toMatch(
+        /Extended Key Usage: *\n *Code Signing\n/,
+      );
+      const sm = await t.services.ca.issue({
+        csr: ec,
+        product: { code: 'TrustPoint.SMIME', brand: 'TrustPoint', type: 'SMIME', validationLevel: null },
+        emails: ['alice@example.com'],
+      });
       const smText = openssl(['x509', '-noout', '-text', '-in', file('sm.pem', sm.certificate)]).out;
       expect(smText).toContain('email:alice@example.com');
       expect(verify(sm.certificate, sm.intermediate, root, ['-purpose', 'smimesign']).out).toContain(': OK');
@@ -179,16 +271,36 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
       ['a bad label', ['bad_name.example.com'], /valid host name/],
     ])('fail/lint refuses %s and nothing is signed', async (_case, names, message) => {
       const before = await count();
-      await expect(issue({ csr: rsa, dnsNames: names })).rejects.toMatchObject({ kind: 'invalidName', message: expect.stringMatching(message) });
+      await expect(issue({ csr: rsa, dnsNames: names })).rejects.toMatchObject({
+        kind: 'invalidName',
+        message: expect.stringMatching(message),
+      });
       expect(await count()).toBe(before);
     });
 
     it('fail/lint refuses a DV subject with an organization, an OV without one and an EV without jurisdiction', async () => {
       const before = await count();
-      await expect(issue({ csr: rsa, organization: ORG, product: { code: 'TrustPoint.OV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'OV' }, commonName: 'other.example.com' }))
-        .rejects.toMatchObject({ message: /commonName other\.example\.com is not among/ });
-      await expect(issue({ csr: rsa, product: { code: 'TrustPoint.OV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'OV' } })).rejects.toMatchObject({ message: /vetted organization/ });
-      await expect(issue({ csr: rsa, organization: ORG, product: { code: 'TrustPoint.EV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'EV' } })).rejects.toMatchObject({ message: /EV needs/ });
+      await expect(
+        issue({
+          csr: rsa,
+          organization: ORG,
+          product: { code: 'TrustPoint.OV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'OV' },
+          commonName: 'other.example.com',
+        }),
+      ).rejects.toMatchObject({ message: /commonName other\.example\.com is not among/ });
+      await expect(
+        issue({
+          csr: rsa,
+          product: { code: 'TrustPoint.OV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'OV' },
+        }),
+      ).rejects.toMatchObject({ message: /vetted organization/ });
+      await expect(
+        issue({
+          csr: rsa,
+          organization: ORG,
+          product: { code: 'TrustPoint.EV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'EV' },
+        }),
+      ).rejects.toMatchObject({ message: /EV needs/ });
       expect(await count()).toBe(before);
     });
 
@@ -207,7 +319,12 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
 
     it('ok/an audit event before and after each signing', async () => {
       const c = await issue({ csr: ec });
-      const rows = await t.db.kysely.selectFrom('audit_events').select(['action']).where('subject', '=', c.serial).orderBy('id').execute();
+      const rows = await t.db.kysely
+        .selectFrom('audit_events')
+        .select(['action'])
+        .where('subject', '=', c.serial)
+        .orderBy('id')
+        .execute();
       expect(rows.map((r) => r.action)).toEqual(['ca.sign.begin', 'ca.sign.done']);
     });
   });
@@ -226,7 +343,10 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
       const first = await fetch(`${url}/crl/${good.issuerId}.crl`);
       expect(first.status).toBe(200);
       expect(first.headers.get('content-type')).toBe('application/pkix-crl');
-      const numberOf = (der: Uint8Array) => /X509v3 CRL Number: *\n *(\d+)/.exec(openssl(['crl', '-inform', 'DER', '-noout', '-text', '-in', file('n.crl', der)]).out)![1];
+      const numberOf = (der: Uint8Array) =>
+        /X509v3 CRL Number: *\n *(\d+)/.exec(
+          openssl(['crl', '-inform', 'DER', '-noout', '-text', '-in', file('n.crl', der)]).out,
+        )![1];
       const n1 = Number(numberOf(new Uint8Array(await first.arrayBuffer())));
 
       const r = await t.services.ca.revoke(bad.serial, 'keyCompromise', { actor: 'operator' });
@@ -235,22 +355,52 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
       expect(Number(numberOf(crl))).toBeGreaterThan(n1);
       const crlPem = openssl(['crl', '-inform', 'DER', '-in', file('c.crl', crl)]).out;
       const crlFile = file('crl.pem', crlPem);
-      expect(openssl(['crl', '-in', crlFile, '-noout', '-CAfile', file('int-ca.pem', chain.intermediates.join('') + chain.root)]).out).toContain('verify OK');
+      expect(
+        openssl([
+          'crl',
+          '-in',
+          crlFile,
+          '-noout',
+          '-CAfile',
+          file('int-ca.pem', chain.intermediates.join('') + chain.root),
+        ]).out,
+      ).toContain('verify OK');
       const revoked = verify(bad.certificate, bad.intermediate, chain.root, ['-crl_check', '-CRLfile', crlFile]);
       expect(revoked.status).not.toBe(0);
       expect(revoked.out).toContain('certificate revoked');
       const ok = verify(good.certificate, good.intermediate, chain.root, ['-crl_check', '-CRLfile', crlFile]);
       expect(ok.out).toContain(': OK');
-      // Revoking again keeps the first time and reason.
-      expect(await t.services.ca.revoke(bad.serial, 'superseded')).toMatchObject({ alreadyRevoked: true, reason: 1 });
-      const actions = (await t.db.kysely.selectFrom('audit_events').select('action').where('subject', '=', bad.serial).orderBy('id').execute()).map((x) => x.action);
-      expect(actions).toEqual(['ca.sign.begin', 'ca.sign.done', 'ca.revoke.begin', 'ca.revoke.done', 'ca.revoke.begin']);
+      // Revoking again keeps the first time and reason, and writes nothing (not even an audit event).
+      expect(await t.services.ca.revoke(bad.serial, 'superseded')).toMatchObject({
+        alreadyRevoked: true,
+        reason: 1,
+        change: 'none',
+      });
+      const actions = (
+        await t.db.kysely
+          .selectFrom('audit_events')
+          .select('action')
+          .where('subject', '=', bad.serial)
+          .orderBy('id')
+          .execute()
+      ).map((x) => x.action);
+      expect(actions).toEqual(['ca.sign.begin', 'ca.sign.done', 'ca.revoke.begin', 'ca.revoke.done']);
     });
 
     it('ok/openssl ocsp against the running responder: good, then revoked, each with Response verify OK', async () => {
       const c = await issue({ csr: rsa });
       const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');
-      const args = ['ocsp', '-issuer', file('ocsp-int.pem', c.intermediate), '-cert', file('ocsp-leaf.pem', c.certificate), '-url', `${url}/ocsp`, '-CAfile', file('ocsp-root.pem', chain.root)];
+      const args = [
+        'ocsp',
+        '-issuer',
+        file('ocsp-int.pem', c.intermediate),
+        '-cert',
+        file('ocsp-leaf.pem', c.certificate),
+        '-url',
+        `${url}/ocsp`,
+        '-CAfile',
+        file('ocsp-root.pem', chain.root),
+      ];
       const good = await opensslAsync(args);
       expect(good.out).toContain('Response verify OK');
       expect(good.out).toMatch(/ocsp-leaf\.pem: good/);
@@ -264,9 +414,26 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
     it('ok/OCSP over GET (RFC 6960 A.1) answers like POST, from the cache', async () => {
       const c = await issue({ csr: ec });
       const req = join(dir, 'get.req');
-      openssl(['ocsp', '-issuer', file('g-int.pem', c.intermediate), '-cert', file('g-leaf.pem', c.certificate), '-reqout', req, '-no_nonce']);
+      openssl([
+        'ocsp',
+        '-issuer',
+        file('g-int.pem', c.intermediate),
+        '-cert',
+        file('g-leaf.pem', c.certificate),
+        '-reqout',
+        req,
+        '-no_nonce',
+      ]);
       const b64 = readFileSync(req).toString('base64');
-      const post = Buffer.from(await (await fetch(`${url}/ocsp`, { method: 'POST', body: readFileSync(req), headers: { 'content-type': 'application/ocsp-request' } })).arrayBuffer());
+      const post = Buffer.from(
+        await (
+          await fetch(`${url}/ocsp`, {
+            method: 'POST',
+            body: readFileSync(req),
+            headers: { 'content-type': 'application/ocsp-request' },
+          })
+        ).arrayBuffer(),
+      );
       const get = await fetch(`${url}/ocsp/${encodeURIComponent(b64)}`);
       expect(get.status).toBe(200);
       expect(get.headers.get('content-type')).toBe('application/ocsp-response');
@@ -278,15 +445,44 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
     it('fail/never good for a serial it did not issue, an unknown issuer or garbage', async () => {
       const c = await issue({ csr: ec });
       const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');
-      const unknown = await opensslAsync(['ocsp', '-issuer', file('u-int.pem', c.intermediate), '-serial', '0x7A5B3C1D2E4F60718293', '-url', `${url}/ocsp`, '-CAfile', file('u-root.pem', chain.root)]);
+      const unknown = await opensslAsync([
+        'ocsp',
+        '-issuer',
+        file('u-int.pem', c.intermediate),
+        '-serial',
+        '0x7A5B3C1D2E4F60718293',
+        '-url',
+        `${url}/ocsp`,
+        '-CAfile',
+        file('u-root.pem', chain.root),
+      ]);
       expect(unknown.out).toMatch(/unauthorized/i);
       expect(unknown.out).not.toMatch(/: good/);
-      const otherIssuer = await opensslAsync(['ocsp', '-issuer', file('u-root2.pem', chain.root), '-cert', file('u-leaf.pem', c.certificate), '-url', `${url}/ocsp`, '-noverify']);
+      const otherIssuer = await opensslAsync([
+        'ocsp',
+        '-issuer',
+        file('u-root2.pem', chain.root),
+        '-cert',
+        file('u-leaf.pem', c.certificate),
+        '-url',
+        `${url}/ocsp`,
+        '-noverify',
+      ]);
       expect(otherIssuer.out).toMatch(/unauthorized/i);
       for (const body of [Buffer.alloc(0), Buffer.from('garbage'), Buffer.from([0x30, 0x03, 0x02, 0x01])]) {
-        const res = await fetch(`${url}/ocsp`, { method: 'POST', body, headers: { 'content-type': 'application/ocsp-request' } });
+        const res = await fetch(`${url}/ocsp`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/ocsp-request' },
+        });
         expect(res.status).toBe(200);
-        const text = openssl(['ocsp', '-respin', file('m.resp', Buffer.from(await res.arrayBuffer())), '-resp_text', '-noverify']).out;
+        const text = openssl([
+          'ocsp',
+          '-respin',
+          file('m.resp', Buffer.from(await res.arrayBuffer())),
+          '-resp_text',
+          '-noverify',
+        ]).out;
         expect(text).toMatch(/malformedrequest/i);
       }
       expect((await fetch(`${url}/ocsp/%%%`)).status).toBeLessThan(500);
@@ -316,20 +512,36 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
     });
 
     it('fail/revoking an unknown serial or with an unknown reason changes nothing', async () => {
-      await expect(t.services.ca.revoke('0123456789ABCDEF01', 'keyCompromise')).rejects.toMatchObject({ kind: 'notFound' });
+      await expect(t.services.ca.revoke('0123456789ABCDEF01', 'keyCompromise')).rejects.toMatchObject({
+        kind: 'notFound',
+      });
       const c = await issue({ csr: ec });
-      await expect(t.services.ca.revoke(c.serial, 'because')).rejects.toMatchObject({ kind: 'invalidInput', field: 'RevokeReason' });
-      expect((await t.db.kysely.selectFrom('certificates').select('revoked_at').where('serial', '=', c.serial).executeTakeFirstOrThrow()).revoked_at).toBeNull();
+      await expect(t.services.ca.revoke(c.serial, 'because')).rejects.toMatchObject({
+        kind: 'invalidInput',
+        field: 'RevokeReason',
+      });
+      expect(
+        (
+          await t.db.kysely
+            .selectFrom('certificates')
+            .select('revoked_at')
+            .where('serial', '=', c.serial)
+            .executeTakeFirstOrThrow()
+        ).revoked_at,
+      ).toBeNull();
     });
 
     it('ok/CA certificates are downloadable under /pki/ and unknown files are 404', async () => {
       const list = (await (await fetch(`${url}/pki/`)).json()) as { CACertificates: { ID: string; URL: string }[] };
       expect(list.CACertificates.length).toBeGreaterThanOrEqual(10);
       const der = Buffer.from(await (await fetch(`${url}/pki/trustpoint-rsa-root-1.crt`)).arrayBuffer());
-      expect(openssl(['x509', '-inform', 'DER', '-noout', '-subject', '-in', file('root.der', der)]).out).toMatch(/TrustPoint CA RSA Root R1/);
+      expect(openssl(['x509', '-inform', 'DER', '-noout', '-subject', '-in', file('root.der', der)]).out).toMatch(
+        /TrustPoint CA RSA Root R1/,
+      );
       const pemText = await (await fetch(`${url}/pki/trustpoint-rsa-root-1.pem`)).text();
       expect(openssl(['x509', '-noout', '-subject', '-in', file('root2.pem', pemText)]).out).toMatch(/RSA Root R1/);
-      for (const path of ['/pki/nope.crt', '/pki/../etc/passwd', '/crl/nope.crl', '/crl/trustpoint-rsa-root-1.pem']) expect((await fetch(`${url}${path}`)).status).toBe(404);
+      for (const path of ['/pki/nope.crt', '/pki/../etc/passwd', '/crl/nope.crl', '/crl/trustpoint-rsa-root-1.pem'])
+        expect((await fetch(`${url}${path}`)).status).toBe(404);
     });
   });
 
@@ -350,7 +562,9 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
     it('fail/a wrong key file stops the start with a clear message', async () => {
       const wrong = join(mkdtempSync(join(tmpdir(), 'certdesk-wrong-')), 'ca-keys.secret');
       const config = loadConfig({ CERTDESK_DATA_DIR: '/nonexistent-test-data', CERTDESK_CA_KEY_FILE: wrong });
-      await expect(createServices(config, { db: t.db })).rejects.toThrow(/does not open CA key .*not the file the keys were sealed with/);
+      await expect(createServices(config, { db: t.db })).rejects.toThrow(
+        /does not open CA key .*not the file the keys were sealed with/,
+      );
       writeFileSync(wrong, 'not a key\n', { mode: 0o600 });
       await expect(createServices(config, { db: t.db })).rejects.toThrow(/does not hold a 256-bit key/);
     });

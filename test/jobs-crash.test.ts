@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { systemClock } from '../src/core/index.js';
+import { holderIsGone, systemClock, type JobId } from '../src/core/index.js';
 import { Worker, type Handlers } from '../src/jobs/index.js';
 import { migrateToLatest, openDatabase, type Db } from '../src/storage/index.js';
 import { JobsRepo } from '../src/storage/jobs-repo.js';
@@ -33,17 +33,23 @@ describe('a worker killed in the middle of a job (SQLite file, two processes)', 
     for (const step of cleanup.splice(0).reverse()) await step();
   });
 
-  it('loses nothing: another worker runs the job once the lease has run out, and its effect happens once', async () => {
+  /** A worker child that claims the queued job, announces it, hangs, and is killed there. */
+  async function killedHolder(
+    lease: number,
+  ): Promise<{ db: Db; repo: JobsRepo; id: JobId; pid: number; leaseExpiresAt: number }> {
     const dir = mkdtempSync(join(tmpdir(), 'certdesk-crash-'));
     cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
     const db: Db = await openDatabase({ url: join(dir, 'certdesk.db') });
     cleanup.push(() => db.close());
     await migrateToLatest(db);
     const repo = new JobsRepo(db);
-    const { id } = await repo.enqueue({ name: 'housekeeping.purge', payload: {}, runAt: systemClock.nowSeconds() }, systemClock.nowSeconds());
-
-    // Step 1: a child process claims the job and hangs inside its handler; kill it there.
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, join(dir, 'certdesk.db')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const { id } = await repo.enqueue(
+      { name: 'housekeeping.purge', payload: {}, runAt: systemClock.nowSeconds() },
+      systemClock.nowSeconds(),
+    );
+    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, join(dir, 'certdesk.db'), String(lease)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     cleanup.push(() => void child.kill('SIGKILL'));
     expect(await firstLine(child, 10_000)).toBe(`claimed ${id}`);
     child.kill('SIGKILL');
@@ -51,30 +57,87 @@ describe('a worker killed in the middle of a job (SQLite file, two processes)', 
     const held = await repo.byId(id);
     expect(held).toMatchObject({ status: 'running', attempts: 1 });
     expect(held?.leaseOwner).toContain(`:${child.pid}:`);
+    return { db, repo, id, pid: child.pid!, leaseExpiresAt: held!.leaseExpiresAt! };
+  }
 
-    // Step 2: a worker here takes the job over only after the dead child's lease has run out.
+  /** A worker here whose one job records its effect in the database (to count how often it ran). */
+  function takeOver(
+    db: Db,
+    repo: JobsRepo,
+    options: { isGone?: (owner: string) => boolean } = {},
+  ): { worker: Worker; effects: number[] } {
     const effects: number[] = [];
     const handlers = {
       'housekeeping.purge': async (_payload, ctx) => {
-        await db.kysely.insertInto('audit_events')
-          .values({ at: systemClock.nowSeconds(), actor: 'system', action: 'test.crash-effect', subject: String(ctx.id) })
+        await db.kysely
+          .insertInto('audit_events')
+          .values({
+            at: systemClock.nowSeconds(),
+            actor: 'system',
+            action: 'test.crash-effect',
+            subject: String(ctx.id),
+          })
           .execute();
         effects.push(systemClock.nowSeconds());
       },
-          'ca.refresh-crls': async () => undefined,
+      'ca.refresh-crls': async () => undefined,
       'order.validate': async () => undefined,
       'order.renew-subscriptions': async () => undefined,
       'notify.reminders': async () => undefined,
+      'order.revoke-certificates': async () => undefined,
     } satisfies Handlers;
-    const worker = new Worker({ repo, handlers, clock: systemClock, logger: quiet, leaseSeconds: 1, pollIntervalMs: 100 });
+    const worker = new Worker({
+      repo,
+      handlers,
+      clock: systemClock,
+      logger: quiet,
+      leaseSeconds: 1,
+      pollIntervalMs: 100,
+      ...options,
+    });
     cleanup.push(async () => void (await worker.stop(1000)));
     worker.start();
+    return { worker, effects };
+  }
+
+  it('loses nothing: when the holder cannot be judged gone, another worker runs the job once the lease has run out, once', async () => {
+    const { db, repo, id, leaseExpiresAt } = await killedHolder(1);
+    const { worker, effects } = takeOver(db, repo, { isGone: () => false });
     await vi.waitFor(async () => expect((await repo.byId(id))?.status).toBe('done'), { timeout: 4000, interval: 100 });
 
     expect(effects).toHaveLength(1);
-    expect(effects[0]).toBeGreaterThan(held?.leaseExpiresAt ?? Infinity);
+    expect(effects[0]).toBeGreaterThan(leaseExpiresAt);
     expect(await repo.byId(id)).toMatchObject({ attempts: 2, leaseOwner: worker.owner });
-    const rows = await db.kysely.selectFrom('audit_events').select('subject').where('action', '=', 'test.crash-effect').execute();
+    const rows = await db.kysely
+      .selectFrom('audit_events')
+      .select('subject')
+      .where('action', '=', 'test.crash-effect')
+      .execute();
     expect(rows).toEqual([{ subject: String(id) }]);
+  });
+
+  it('takes the job of a killed process on this host over at once, long before its lease would lapse, and runs it once', async () => {
+    // A ten-minute lease: waiting it out would fail the test's timeout many times over.
+    const { db, repo, id, pid, leaseExpiresAt } = await killedHolder(600);
+    expect(holderIsGone(`${hostname()}:${pid}:x`)).toBe(true);
+    const { worker, effects } = takeOver(db, repo);
+    await vi.waitFor(async () => expect((await repo.byId(id))?.status).toBe('done'), {
+      timeout: 20_000,
+      interval: 100,
+    });
+
+    expect(effects).toHaveLength(1);
+    expect(effects[0]).toBeLessThan(leaseExpiresAt);
+    expect(await repo.byId(id)).toMatchObject({ attempts: 2, leaseOwner: worker.owner });
+    expect(
+      await db.kysely.selectFrom('audit_events').select('subject').where('action', '=', 'test.crash-effect').execute(),
+    ).toEqual([{ subject: String(id) }]);
+  });
+
+  it('never judges a live process, this one or another on this host, gone', () => {
+    expect(holderIsGone(`${hostname()}:${process.pid}:x`)).toBe(false);
+    expect(holderIsGone(`${hostname()}:${process.ppid}:x`)).toBe(false);
+    expect(holderIsGone(`another-host.invalid:1:x`)).toBe(false);
+    expect(holderIsGone('garbage')).toBe(false);
   });
 });

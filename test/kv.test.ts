@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FixedClock, type CustomerId } from '../src/core/index.js';
-import { HashStore } from '../src/ra/hash-store.js';
+import { HashStore } from '../src/ra/hash-store/hash-store.js';
 import { AuditRepo, CustomersRepo, type Db } from '../src/storage/index.js';
 import { KvRepo } from '../src/storage/kv-repo.js';
 import { buildKvApp, type KvApp, type KvAppDeps } from '../src/web/kv/server.js';
@@ -26,7 +26,9 @@ function raw(port: number, bytes: string): Promise<RawResponse> {
       const text = Buffer.concat(chunks).toString('latin1');
       const split = text.indexOf('\r\n\r\n');
       const [statusLine = '', ...lines] = text.slice(0, split).split('\r\n');
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       resolve({ statusLine, headers, body: text.slice(split + 4) });
     });
     socket.write(bytes, 'latin1');
@@ -36,7 +38,8 @@ function raw(port: number, bytes: string): Promise<RawResponse> {
 const statusOf = (res: RawResponse) => Number(res.statusLine.split(' ')[1]);
 
 /** Exactly what the original Apache module sends: bare LF line endings and Connection: close. */
-const apacheGet = (name: string, key: string) => `GET /${name} HTTP/1.1\nHost: kv.certdesk.test\nx-api-key: ${key}\nConnection: close\n\n`;
+const apacheGet = (name: string, key: string) =>
+  `GET /${name} HTTP/1.1\nHost: kv.certdesk.test\nx-api-key: ${key}\nConnection: close\n\n`;
 
 async function listen(deps: KvAppDeps): Promise<{ app: KvApp; url: string; port: number }> {
   const app = await buildKvApp(deps);
@@ -69,7 +72,14 @@ describe.each(testDialects())('hash store listener on $dialect', (dialect) => {
     db = await dialect.open();
     store = new HashStore({ kv: new KvRepo(db), audit: new AuditRepo(db), clock: new FixedClock(1_800_000_000) });
     const customers = new CustomersRepo(db);
-    const base = { email: 'ops@acme.test', currency: 'EUR', creditLimitMinor: 0, country: 'DE', locale: 'de_DE', timezone: 'UTC' };
+    const base = {
+      email: 'ops@acme.test',
+      currency: 'EUR',
+      creditLimitMinor: 0,
+      country: 'DE',
+      locale: 'de_DE',
+      timezone: 'UTC',
+    };
     a = (await customers.create({ ...base, name: 'A' }, 1)).id;
     const b = (await customers.create({ ...base, name: 'B' }, 1)).id;
     keyA = (await store.createKey(a)).key;
@@ -82,7 +92,11 @@ describe.each(testDialects())('hash store listener on $dialect', (dialect) => {
   });
 
   const post = (name: string, body: string, headers: Record<string, string> = {}) =>
-    fetch(`${srv.url}/${name}`, { method: 'POST', body, headers: { 'x-api-key': keyA, 'content-type': 'application/json', ...headers } });
+    fetch(`${srv.url}/${name}`, {
+      method: 'POST',
+      body,
+      headers: { 'x-api-key': keyA, 'content-type': 'application/json', ...headers },
+    });
 
   describe('POST /<name>', () => {
     it('ok/files a hash: 200 {"message":"success"} with Content-Length', async () => {
@@ -95,9 +109,19 @@ describe.each(testDialects())('hash store listener on $dialect', (dialect) => {
     });
 
     it.each([
-      ['ok/JSON labelled as a form', { 'content-type': 'application/x-www-form-urlencoded' }, '{"hash":"h-form-label"}', 'h-form-label'],
+      [
+        'ok/JSON labelled as a form',
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        '{"hash":"h-form-label"}',
+        'h-form-label',
+      ],
       ['ok/JSON labelled text/plain', { 'content-type': 'text/plain' }, '{"hash":"h-text"}', 'h-text'],
-      ['ok/charset=utf8 (not a valid charset name)', { 'content-type': 'application/json; charset=utf8' }, '{"hash":"h-utf8"}', 'h-utf8'],
+      [
+        'ok/charset=utf8 (not a valid charset name)',
+        { 'content-type': 'application/json; charset=utf8' },
+        '{"hash":"h-utf8"}',
+        'h-utf8',
+      ],
       ['ok/a genuine form body', { 'content-type': 'application/x-www-form-urlencoded' }, 'hash=h%2Dform', 'h-form'],
     ])('%s', async (_case, headers, body, expected) => {
       const name = `${expected}.example.org`;
@@ -107,7 +131,10 @@ describe.each(testDialects())('hash store listener on $dialect', (dialect) => {
 
     it('ok/a request without Content-Type, over a raw bare-LF socket', async () => {
       const body = '{"hash":"h-raw"}';
-      const res = await raw(srv.port, `POST /raw.example.org HTTP/1.1\nHost: kv\nx-api-key: ${keyA}\nContent-Length: ${body.length}\nConnection: close\n\n${body}`);
+      const res = await raw(
+        srv.port,
+        `POST /raw.example.org HTTP/1.1\nHost: kv\nx-api-key: ${keyA}\nContent-Length: ${body.length}\nConnection: close\n\n${body}`,
+      );
       expect(res.statusLine).toBe('HTTP/1.1 200 OK');
       expect(JSON.parse(res.body)).toEqual({ message: 'success' });
       expect(await store.lookup(keyA, 'raw.example.org')).toBe('h-raw');
@@ -180,7 +207,10 @@ describe.each(testDialects())('hash store listener on $dialect', (dialect) => {
     });
 
     it('fail/ambiguous framing (Transfer-Encoding with Content-Length) → 400 and the connection closes', async () => {
-      const res = await raw(srv.port, `POST /x.example.org HTTP/1.1\nHost: kv\nx-api-key: ${keyA}\nContent-Length: 5\nTransfer-Encoding: chunked\n\n0\n\n`);
+      const res = await raw(
+        srv.port,
+        `POST /x.example.org HTTP/1.1\nHost: kv\nx-api-key: ${keyA}\nContent-Length: 5\nTransfer-Encoding: chunked\n\n0\n\n`,
+      );
       expect(res.statusLine).toBe('HTTP/1.1 400 Bad Request');
     });
   });
@@ -190,7 +220,8 @@ describe.each(testDialects())('hash store listener on $dialect', (dialect) => {
       const limited = await listen({ hashStore: store, logger: false, rateLimitFailedAuth: 3 });
       try {
         const statuses: number[] = [];
-        for (let i = 0; i < 5; i++) statuses.push(statusOf(await raw(limited.port, apacheGet('apache.example.org', `cdk_guess${i}`))));
+        for (let i = 0; i < 5; i++)
+          statuses.push(statusOf(await raw(limited.port, apacheGet('apache.example.org', `cdk_guess${i}`))));
         expect(statuses).toEqual([401, 401, 401, 429, 429]);
         const res = await fetch(`${limited.url}/apache.example.org`, { headers: { 'x-api-key': 'cdk_again' } });
         expect(res.status).toBe(429);
@@ -206,7 +237,8 @@ describe.each(testDialects())('hash store listener on $dialect', (dialect) => {
       const limited = await listen({ hashStore: store, logger: false, rateLimitPerKey: 2 });
       try {
         const statuses = [];
-        for (let i = 0; i < 3; i++) statuses.push((await fetch(`${limited.url}/apache.example.org`, { headers: { 'x-api-key': keyA } })).status);
+        for (let i = 0; i < 3; i++)
+          statuses.push((await fetch(`${limited.url}/apache.example.org`, { headers: { 'x-api-key': keyA } })).status);
         expect(statuses).toEqual([200, 200, 429]);
         expect((await fetch(`${limited.url}/apache.example.org`, { headers: { 'x-api-key': keyB } })).status).toBe(404);
       } finally {
@@ -230,7 +262,9 @@ describe.each(testDialects())('hash store listener on $dialect', (dialect) => {
       expect([...seen.values()].reduce((x, y) => x + y, 0)).toBe(2000);
       expect(seen.get(400)).toBeGreaterThan(0);
       // The store still answers correctly afterwards.
-      expect(await (await fetch(`${srv.url}/apache.example.org`, { headers: { 'x-api-key': keyA } })).text()).toBe('apache-hash-1\n');
+      expect(await (await fetch(`${srv.url}/apache.example.org`, { headers: { 'x-api-key': keyA } })).text()).toBe(
+        'apache-hash-1\n',
+      );
     });
   });
 });
@@ -246,17 +280,43 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-const CONTENT_TYPES = [undefined, 'application/json', 'application/json; charset=utf8', 'application/x-www-form-urlencoded', 'text/plain', 'multipart/form-data; boundary=x', ';;;', 'application/json; charset=utf-16', '*/*'];
+const CONTENT_TYPES = [
+  undefined,
+  'application/json',
+  'application/json; charset=utf8',
+  'application/x-www-form-urlencoded',
+  'text/plain',
+  'multipart/form-data; boundary=x',
+  ';;;',
+  'application/json; charset=utf-16',
+  '*/*',
+];
 
-async function fuzzOnce(rnd: () => number, srv: { port: number }, key: string): Promise<{ status: number; contentLength: number; bodyLength: number; what: string }> {
+async function fuzzOnce(
+  rnd: () => number,
+  srv: { port: number },
+  key: string,
+): Promise<{ status: number; contentLength: number; bodyLength: number; what: string }> {
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)] as T;
   const bytes = (n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(rnd() * 256)));
-  const printable = (n: number) => Array.from({ length: n }, () => String.fromCharCode(32 + Math.floor(rnd() * 95))).join('');
+  const printable = (n: number) =>
+    Array.from({ length: n }, () => String.fromCharCode(32 + Math.floor(rnd() * 95))).join('');
   const names = [
     () => encodeURIComponent(printable(Math.floor(rnd() * 80))),
     () => [...bytes(1 + Math.floor(rnd() * 40))].map((b) => `%${b.toString(16).padStart(2, '0')}`).join(''),
     () => `${'a'.repeat(Math.floor(rnd() * 400))}.example.org`,
-    () => pick(['www.example.org', '*.example.org', '..', '%', '%zz', 'a%00b.org', 'xn--.org', 'a.b.c.d.e.f.example', '%E2%82%AC.example']),
+    () =>
+      pick([
+        'www.example.org',
+        '*.example.org',
+        '..',
+        '%',
+        '%zz',
+        'a%00b.org',
+        'xn--.org',
+        'a.b.c.d.e.f.example',
+        '%E2%82%AC.example',
+      ]),
   ];
   const bodies = [
     () => bytes(Math.floor(rnd() * 200)).toString('latin1'),
@@ -265,7 +325,8 @@ async function fuzzOnce(rnd: () => number, srv: { port: number }, key: string): 
     () => `{"hash":"${printable(Math.floor(rnd() * 50))}`,
     () => '['.repeat(Math.floor(rnd() * 8000)),
     () => `hash=${encodeURIComponent(printable(Math.floor(rnd() * 100)))}&hash=x`,
-    () => pick(['', 'null', '"hash"', '{"__proto__":{"hash":"x"}}', '{"hash":"\\ud800"}', '{"hash":"a\u0000b"}', '1e999']),
+    () =>
+      pick(['', 'null', '"hash"', '{"__proto__":{"hash":"x"}}', '{"hash":"\\ud800"}', '{"hash":"a\u0000b"}', '1e999']),
   ];
   const method = pick(['POST', 'POST', 'GET', 'PUT', 'HEAD']);
   const name = pick(names)();
@@ -274,12 +335,20 @@ async function fuzzOnce(rnd: () => number, srv: { port: number }, key: string): 
   const apiKey = rnd() < 0.9 ? key : pick(['', 'cdk_x', printable(60)]);
   const eol = rnd() < 0.5 ? '\n' : '\r\n';
   const head = [
-    `${method} /${name} HTTP/1.1`, 'Host: kv', `x-api-key: ${apiKey}`, 'Connection: close',
+    `${method} /${name} HTTP/1.1`,
+    'Host: kv',
+    `x-api-key: ${apiKey}`,
+    'Connection: close',
     ...(contentType === undefined ? [] : [`Content-Type: ${contentType}`]),
     ...(body === '' ? [] : [`Content-Length: ${Buffer.byteLength(body, 'latin1')}`]),
   ].join(eol);
   const res = await raw(srv.port, `${head}${eol}${eol}${body}`);
   const status = statusOf(res);
   const bodyLength = method === 'HEAD' ? Number(res.headers['content-length']) : Buffer.byteLength(res.body, 'latin1');
-  return { status, contentLength: Number(res.headers['content-length']), bodyLength, what: `${method} /${name} ${JSON.stringify(body.slice(0, 80))} → ${res.statusLine}` };
+  return {
+    status,
+    contentLength: Number(res.headers['content-length']),
+    bodyLength,
+    what: `${method} /${name} ${JSON.stringify(body.slice(0, 80))} → ${res.statusLine}`,
+  };
 }

@@ -2,8 +2,9 @@
 // certificate, one charge. The test places a DV order (DNS proof already published on the test
 // DNS server) against a real database file or PostgreSQL database; a worker in a child process
 // validates it, signs the certificate and is SIGKILLed right after the certificate is recorded,
-// before the order is completed. A second worker process then takes the job over once the dead
-// one's lease has run out, and must complete the order with the certificate already signed.
+// before the order is completed. A second worker process then takes the job and the issuance claim
+// over (their holder is a dead process on this host), and must complete the order with the
+// certificate already signed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config/index.js';
 import { createServices, createWebApp, type Services } from '../src/main.js';
 import { openDatabase, type Db } from '../src/storage/index.js';
+import { testCaKeys } from './support/ca-fixture.js';
 import { testCsr } from './support/csr.js';
 import { scratchPostgresDatabase } from './support/databases.js';
 import { startDnsServer } from './support/dns-server.js';
@@ -63,7 +65,9 @@ function startChild(env: Record<string, string>, crashAfterSigning: boolean): Ch
   // Only the test's CERTDESK_* settings reach the child: loadConfig refuses unknown ones.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CERTDESK_')));
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
-    cwd: ROOT, env: { ...inherited, ...env, CRASH_AFTER_SIGNING: crashAfterSigning ? '1' : '0' }, stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: ROOT,
+    env: { ...inherited, ...env, CRASH_AFTER_SIGNING: crashAfterSigning ? '1' : '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines: string[] = [];
   const waiters = new Set<() => void>();
@@ -83,9 +87,22 @@ function startChild(env: Record<string, string>, crashAfterSigning: boolean): Ch
         const check = () => {
           const found = lines.find((l) => l.startsWith(prefix));
           if (found !== undefined) done(() => resolve(found.slice(prefix.length)));
-          else if (exited()) done(() => reject(new Error(`the child exited (${child.exitCode ?? child.signalCode}) before writing "${prefix}…"; it wrote ${JSON.stringify(lines)}`)));
+          else if (exited())
+            done(() =>
+              reject(
+                new Error(
+                  `the child exited (${child.exitCode ?? child.signalCode}) before writing "${prefix}…"; it wrote ${JSON.stringify(lines)}`,
+                ),
+              ),
+            );
         };
-        const timer = setTimeout(() => done(() => reject(new Error(`no "${prefix}…" from the child in ${ms} ms; it wrote ${JSON.stringify(lines)}`))), ms);
+        const timer = setTimeout(
+          () =>
+            done(() =>
+              reject(new Error(`no "${prefix}…" from the child in ${ms} ms; it wrote ${JSON.stringify(lines)}`)),
+            ),
+          ms,
+        );
         const done = (settle: () => void) => {
           clearTimeout(timer);
           waiters.delete(check);
@@ -115,7 +132,11 @@ function opensslVerify(dir: string, leaf: string, intermediates: string, root: s
   writeFileSync(join(dir, 'leaf.pem'), leaf);
   writeFileSync(join(dir, 'int.pem'), intermediates);
   writeFileSync(join(dir, 'root.pem'), root);
-  const r = spawnSync('openssl', ['verify', '-CAfile', join(dir, 'root.pem'), '-untrusted', join(dir, 'int.pem'), join(dir, 'leaf.pem')], { encoding: 'utf8' });
+  const r = spawnSync(
+    'openssl',
+    ['verify', '-CAfile', join(dir, 'root.pem'), '-untrusted', join(dir, 'int.pem'), join(dir, 'leaf.pem')],
+    { encoding: 'utf8' },
+  );
   return `${r.stdout}${r.stderr}`;
 }
 
@@ -139,32 +160,55 @@ describe.each(targets())('a worker killed during issuance, on $dialect (two work
     const dns = await startDnsServer();
     cleanup.push(() => dns.close());
     const env = {
-      CERTDESK_DATABASE_URL: database.url, CERTDESK_CA_KEY_FILE: join(dir, 'ca-keys.secret'), CERTDESK_DNS_SERVERS: dns.address,
-      CERTDESK_DATA_DIR: join(dir, 'data'), CERTDESK_CA_RSA_ROOT_BITS: '2048',
+      CERTDESK_DATABASE_URL: database.url,
+      CERTDESK_CA_KEY_FILE: join(dir, 'ca-keys.secret'),
+      CERTDESK_DNS_SERVERS: dns.address,
+      CERTDESK_DATA_DIR: join(dir, 'data'),
     };
 
     // Step 1, here: migrate, create the CA, a customer and a DV order by DNS whose TXT record is already published.
     let services: Services | undefined = await createServices(loadConfig(env));
     cleanup.push(() => services?.close());
-    await services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
+    await services.ca.init({ keyPairs: testCaKeys() });
     const created = await services.accounts.createCustomer({
-      name: 'Crash', email: 'ops@customer.example', currency: 'EUR', creditLimit: 100000, country: 'DE', locale: 'de_DE', timezone: 'Europe/Berlin',
+      name: 'Crash',
+      email: 'ops@customer.example',
+      currency: 'EUR',
+      creditLimit: 100000,
+      country: 'DE',
+      locale: 'de_DE',
+      timezone: 'Europe/Berlin',
     });
     const app = await createWebApp(services, false);
     const closeApp = closeOnce(app);
     cleanup.push(closeApp);
     const tokenRes = await app.inject({
-      method: 'POST', url: '/oauth2/token', payload: { grant_type: 'client_credentials', client_id: created.application.clientId, client_secret: created.clientSecret },
+      method: 'POST',
+      url: '/oauth2/token',
+      payload: {
+        grant_type: 'client_credentials',
+        client_id: created.application.clientId,
+        client_secret: created.clientSecret,
+      },
     });
     expect(tokenRes.statusCode, tokenRes.body).toBe(200);
     const placed = await app.inject({
-      method: 'POST', url: '/rest/v1/Order', headers: { authorization: `Bearer ${(tokenRes.json() as { access_token: string }).access_token}` },
-      payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'DNS' }, AdminContact: contact, TechContact: contact },
+      method: 'POST',
+      url: '/rest/v1/Order',
+      headers: { authorization: `Bearer ${(tokenRes.json() as { access_token: string }).access_token}` },
+      payload: {
+        OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'DNS' },
+        AdminContact: contact,
+        TechContact: contact,
+      },
     });
     expect(placed.statusCode, placed.body).toBe(200);
     const body = placed.json() as { ServiceOrderID: number; OrderParameters: { DNSAuthDetails: { DNSValue: string } } };
     const orderId = body.ServiceOrderID;
-    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: body.OrderParameters.DNSAuthDetails.DNSValue }]);
+    dns.set('certdesk-test.com', [
+      { type: 'A', address: '127.0.0.1' },
+      { type: 'TXT', data: body.OrderParameters.DNSAuthDetails.DNSValue },
+    ]);
     dns.set('www.certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
     await closeApp();
     await services.close();
@@ -174,9 +218,15 @@ describe.each(targets())('a worker killed during issuance, on $dialect (two work
     const closeDb = closeOnce(db);
     cleanup.push(closeDb);
     const order = () => db.kysely.selectFrom('orders').selectAll().where('id', '=', orderId).executeTakeFirstOrThrow();
-    const certificates = () => db.kysely.selectFrom('certificates').select(['serial', 'pem']).where('order_id', '=', orderId).execute();
-    const job = () => db.kysely.selectFrom('jobs').selectAll().where('name', '=', 'order.validate').executeTakeFirstOrThrow();
-    expect(await order()).toMatchObject({ major_status: 'PENDING', minor_status: 'WF_DNS_AUTH', billing_status: 'uncleared' });
+    const certificates = () =>
+      db.kysely.selectFrom('certificates').select(['serial', 'pem']).where('order_id', '=', orderId).execute();
+    const job = () =>
+      db.kysely.selectFrom('jobs').selectAll().where('name', '=', 'order.validate').executeTakeFirstOrThrow();
+    expect(await order()).toMatchObject({
+      major_status: 'PENDING',
+      minor_status: 'WF_DNS_AUTH',
+      billing_status: 'uncleared',
+    });
 
     // Step 2: a worker process validates the order, signs, and is killed once the certificate is recorded.
     const first = startChild(env, true);
@@ -186,13 +236,21 @@ describe.each(targets())('a worker killed during issuance, on $dialect (two work
     const held = await job();
     expect(held).toMatchObject({ status: 'running', attempts: 1 });
     expect(held.lease_owner).toContain(`:${first.process.pid}:`);
-    expect(await order()).toMatchObject({ major_status: 'PENDING', minor_status: 'WF_ISSUANCE', billing_status: 'uncleared', issued_at: null });
+    expect(await order()).toMatchObject({
+      major_status: 'PENDING',
+      minor_status: 'WF_ISSUANCE',
+      billing_status: 'uncleared',
+      issued_at: null,
+    });
     expect((await certificates()).map((c) => c.serial)).toEqual([serial]);
 
-    // Step 3: a second worker process takes the job over after the lease has run out and completes the order.
+    // Step 3: a second worker process takes the job and the claim of the dead one over and completes the order.
     const second = startChild(env, false);
     cleanup.push(() => second.kill());
-    await vi.waitFor(async () => expect((await order()).major_status).toBe('COMPLETE'), { timeout: 30_000, interval: 200 });
+    await vi.waitFor(async () => expect((await order()).major_status).toBe('COMPLETE'), {
+      timeout: 30_000,
+      interval: 200,
+    });
     await vi.waitFor(async () => expect((await job()).status).toBe('done'), { timeout: 10_000, interval: 100 });
     await second.kill();
     // The second worker did not sign anything.
@@ -207,12 +265,24 @@ describe.each(targets())('a worker killed during issuance, on $dialect (two work
     expect(done.lease_owner).not.toContain(`:${first.process.pid}:`);
     const certs = await certificates();
     expect(certs.map((c) => c.serial)).toEqual([serial]);
-    const ledger = await db.kysely.selectFrom('ledger').select(['kind', 'amount_minor']).where('order_id', '=', orderId).execute();
+    const ledger = await db.kysely
+      .selectFrom('ledger')
+      .select(['kind', 'amount_minor'])
+      .where('order_id', '=', orderId)
+      .execute();
     expect(ledger).toEqual([{ kind: 'charge', amount_minor: final.price_minor }]);
-    const customer = await db.kysely.selectFrom('customers').select('used_minor').where('id', '=', final.customer_id).executeTakeFirstOrThrow();
+    const customer = await db.kysely
+      .selectFrom('customers')
+      .select('used_minor')
+      .where('id', '=', final.customer_id)
+      .executeTakeFirstOrThrow();
     expect(final.price_minor).toBeGreaterThan(0);
     expect(customer.used_minor).toBe(final.price_minor);
-    const events = await db.kysely.selectFrom('audit_events').select(['action', 'subject', 'details']).orderBy('id').execute();
+    const events = await db.kysely
+      .selectFrom('audit_events')
+      .select(['action', 'subject', 'details'])
+      .orderBy('id')
+      .execute();
     const issued = events.filter((e) => e.action === 'order.issued' && e.subject === String(orderId));
     expect(issued).toHaveLength(1);
     expect(JSON.parse(issued[0]!.details ?? '{}')).toMatchObject({ serial });

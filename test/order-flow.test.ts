@@ -15,7 +15,17 @@ import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
 import { startSmtpServer } from './support/smtp-server.js';
 
 const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
-const orgContact = { ...contact, OrganizationName: 'Certdesk Test GmbH', OrganizationAddress: { AddressLine1: 'Hauptstr. 1', PostalCode: '10115', City: 'Berlin', Region: 'Berlin', Country: 'DE' } };
+const orgContact = {
+  ...contact,
+  OrganizationName: 'Certdesk Test GmbH',
+  OrganizationAddress: {
+    AddressLine1: 'Hauptstr. 1',
+    PostalCode: '10115',
+    City: 'Berlin',
+    Region: 'Berlin',
+    Country: 'DE',
+  },
+};
 const dir = mkdtempSync(join(tmpdir(), 'order-flow-'));
 
 /** openssl verify of a delivered certificate against the chain's root. */
@@ -23,7 +33,11 @@ function verify(certificate: string, intermediate: string, root: string): string
   writeFileSync(join(dir, 'leaf.pem'), certificate);
   writeFileSync(join(dir, 'int.pem'), intermediate);
   writeFileSync(join(dir, 'root.pem'), root);
-  const r = spawnSync('openssl', ['verify', '-CAfile', join(dir, 'root.pem'), '-untrusted', join(dir, 'int.pem'), join(dir, 'leaf.pem')], { encoding: 'utf8' });
+  const r = spawnSync(
+    'openssl',
+    ['verify', '-CAfile', join(dir, 'root.pem'), '-untrusted', join(dir, 'int.pem'), join(dir, 'leaf.pem')],
+    { encoding: 'utf8' },
+  );
   return `${r.stdout}${r.stderr}`;
 }
 
@@ -46,14 +60,18 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     });
     await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
     t = await createTestContext(dialect, {
-      CERTDESK_DNS_SERVERS: dns.address, CERTDESK_VALIDATION_ALLOW_PRIVATE: 'true',
-      CERTDESK_VALIDATION_HTTP_PORT: String((web.address() as AddressInfo).port), CERTDESK_RATE_LIMIT: '1000000',
-      CERTDESK_SMTP_URL: smtp.url, CERTDESK_PUBLIC_URL: 'https://certdesk.example',
+      CERTDESK_DNS_SERVERS: dns.address,
+      CERTDESK_VALIDATION_ALLOW_PRIVATE: 'true',
+      CERTDESK_VALIDATION_HTTP_PORT: String((web.address() as AddressInfo).port),
+      CERTDESK_RATE_LIMIT: '1000000',
+      CERTDESK_SMTP_URL: smtp.url,
+      CERTDESK_PUBLIC_URL: 'https://certdesk.example',
     });
     await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
     c = await t.customer({ name: 'Flow', creditLimit: 100000 });
     worker = createWorker(t.services, pino({ level: 'silent' }));
-    for (const name of ['certdesk-test.com', 'www.certdesk-test.com']) dns.set(name, [{ type: 'A', address: '127.0.0.1' }]);
+    for (const name of ['certdesk-test.com', 'www.certdesk-test.com'])
+      dns.set(name, [{ type: 'A', address: '127.0.0.1' }]);
   }, 120_000);
   afterAll(async () => {
     await t.close();
@@ -64,14 +82,33 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
 
   const order = async (params: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
     const res = await t.call(c.token, {
-      method: 'POST', url: '/rest/v1/Order',
-      payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, ...params }, AdminContact: contact, TechContact: contact, ...extra },
+      method: 'POST',
+      url: '/rest/v1/Order',
+      payload: {
+        OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, ...params },
+        AdminContact: contact,
+        TechContact: contact,
+        ...extra,
+      },
     });
     expect(res.statusCode, res.body).toBe(200);
-    return res.json() as { ServiceOrderID: number; OrderParameters: Record<string, { DNSValue?: string; FileContents?: string; FileName?: string; DNSEntry?: string; FQDNs?: string[] }> };
+    return res.json() as {
+      ServiceOrderID: number;
+      OrderParameters: Record<
+        string,
+        { DNSValue?: string; FileContents?: string; FileName?: string; DNSEntry?: string; FQDNs?: string[] }
+      >;
+    };
   };
-  const info = async (id: number) => (await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${id}?includeFulfillment=true&includeDCVStatus=true&includeBillingDetails=true` })).json().OrderInfo;
-  const used = async () => (await t.call(c.token, { method: 'GET', url: '/rest/v1/Limit' })).json().LimitInfo.Used as number;
+  const info = async (id: number) =>
+    (
+      await t.call(c.token, {
+        method: 'GET',
+        url: `/rest/v1/Order/${id}?includeFulfillment=true&includeDCVStatus=true&includeBillingDetails=true`,
+      })
+    ).json().OrderInfo;
+  const used = async () =>
+    (await t.call(c.token, { method: 'GET', url: '/rest/v1/Limit' })).json().LimitInfo.Used as number;
   /** Runs every due job (the worker's own poll, once). */
   const work = async () => {
     for (let i = 0; i < 5 && (await worker.runOnce()) > 0; i++);
@@ -83,29 +120,52 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     let o = await info(placed.ServiceOrderID);
     expect(o.OrderStatus).toMatchObject({ MajorStatus: 'PENDING', MinorStatus: 'WF_DNS_AUTH', Progress: 25 });
     expect(o).not.toHaveProperty('Fulfillment');
-    expect(o.DCVStatus[0]).toMatchObject({ Status: 'PENDING', Problem: expect.stringMatching(/TXT|no record|not found/i) });
+    expect(o.DCVStatus[0]).toMatchObject({
+      Status: 'PENDING',
+      Problem: expect.stringMatching(/TXT|no record|not found/i),
+    });
 
-    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+    dns.set('certdesk-test.com', [
+      { type: 'A', address: '127.0.0.1' },
+      { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! },
+    ]);
     t.clock.set(t.clock.nowSeconds() + 60);
     await work();
     o = await info(placed.ServiceOrderID);
-    expect(o.OrderStatus).toMatchObject({ MajorStatus: 'COMPLETE', MinorStatus: 'COMPLETED', Progress: 100, StartDate: expect.any(String), EndDate: expect.any(String) });
+    expect(o.OrderStatus).toMatchObject({
+      MajorStatus: 'COMPLETE',
+      MinorStatus: 'COMPLETED',
+      Progress: 100,
+      StartDate: expect.any(String),
+      EndDate: expect.any(String),
+    });
     expect(o.BillingInfo.Status).toBe('cleared');
     const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');
     expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, chain.root)).toContain(': OK');
     expect(o.Fulfillment.Certificate_PKCS7).toMatch(/^-----BEGIN PKCS7-----/);
-    const certs = await t.db.kysely.selectFrom('certificates').select('serial').where('order_id', '=', placed.ServiceOrderID).execute();
+    const certs = await t.db.kysely
+      .selectFrom('certificates')
+      .select('serial')
+      .where('order_id', '=', placed.ServiceOrderID)
+      .execute();
     expect(certs).toHaveLength(1);
     // Running the job again changes nothing: still one certificate.
     await t.services.orderFlow.validate({ orderId: placed.ServiceOrderID }, { id: 0 as never });
-    expect(await t.db.kysely.selectFrom('certificates').select('serial').where('order_id', '=', placed.ServiceOrderID).execute()).toHaveLength(1);
+    expect(
+      await t.db.kysely
+        .selectFrom('certificates')
+        .select('serial')
+        .where('order_id', '=', placed.ServiceOrderID)
+        .execute(),
+    ).toHaveLength(1);
     dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
   });
 
   it('ok/DV by FILE (token style) over HTTP on the validation port', async () => {
     const placed = await order({ DVAuthMethod: 'FILE' });
     const f = placed.OrderParameters.FileAuthDetails!;
-    for (const host of ['www.certdesk-test.com', 'certdesk-test.com']) files.set(`${host}/.well-known/pki-validation/${f.FileName!}`, `${f.FileContents!}\r\n`);
+    for (const host of ['www.certdesk-test.com', 'certdesk-test.com'])
+      files.set(`${host}/.well-known/pki-validation/${f.FileName!}`, `${f.FileContents!}\r\n`);
     await work();
     const o = await info(placed.ServiceOrderID);
     expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
@@ -114,9 +174,13 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
   });
 
   it('ok/DV by DNS at the hash-style brand: CNAME _<md5>.<name> → <sha256 split>.<caDomain>, ECC-FULL chain', async () => {
-    const placed = await order({ ProductCode: 'Sectra.DV', DVAuthMethod: 'DNS', ServerCount: 1 }, { AdminContact: orgContact, TechContact: orgContact });
+    const placed = await order(
+      { ProductCode: 'Sectra.DV', DVAuthMethod: 'DNS', ServerCount: 1 },
+      { AdminContact: orgContact, TechContact: orgContact },
+    );
     const d = placed.OrderParameters.DNSAuthDetails!;
-    for (const host of ['www.certdesk-test.com', 'certdesk-test.com']) dns.set(`${d.DNSEntry!}.${host}`, [{ type: 'CNAME', target: d.DNSValue! }]);
+    for (const host of ['www.certdesk-test.com', 'certdesk-test.com'])
+      dns.set(`${d.DNSEntry!}.${host}`, [{ type: 'CNAME', target: d.DNSValue! }]);
     await work();
     const o = await info(placed.ServiceOrderID);
     expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
@@ -133,31 +197,74 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
   });
 
   it('ok/a wildcard order by DNS (record at the base name) and a multi-domain order with a SAN host', async () => {
-    const wcCsr = spawnSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'wc.key'), '-subj', '/CN=*.certdesk-test.com'], { encoding: 'utf8' }).stdout;
-    const wc = await order({ ProductCode: 'TrustPoint.DVWildcard', CSR: wcCsr, DVAuthMethod: 'DNS', SignatureHashAlgorithm: 'SHA256-ECC-HYBRID' });
+    const wcCsr = spawnSync(
+      'openssl',
+      [
+        'req',
+        '-new',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        join(dir, 'wc.key'),
+        '-subj',
+        '/CN=*.certdesk-test.com',
+      ],
+      { encoding: 'utf8' },
+    ).stdout;
+    const wc = await order({
+      ProductCode: 'TrustPoint.DVWildcard',
+      CSR: wcCsr,
+      DVAuthMethod: 'DNS',
+      SignatureHashAlgorithm: 'SHA256-ECC-HYBRID',
+    });
     expect(wc.OrderParameters.DNSAuthDetails!.FQDNs).toEqual(['certdesk-test.com']);
-    const md = await order({ ProductCode: 'TrustPoint.DVMultiDomain', DVAuthMethod: 'DNS', SubjectAltNames: ['shop.certdesk-test.com'] });
-    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: wc.OrderParameters.DNSAuthDetails!.DNSValue! }, { type: 'TXT', data: md.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+    const md = await order({
+      ProductCode: 'TrustPoint.DVMultiDomain',
+      DVAuthMethod: 'DNS',
+      SubjectAltNames: ['shop.certdesk-test.com'],
+    });
+    dns.set('certdesk-test.com', [
+      { type: 'A', address: '127.0.0.1' },
+      { type: 'TXT', data: wc.OrderParameters.DNSAuthDetails!.DNSValue! },
+      { type: 'TXT', data: md.OrderParameters.DNSAuthDetails!.DNSValue! },
+    ]);
     dns.set('shop.certdesk-test.com', [{ type: 'TXT', data: md.OrderParameters.DNSAuthDetails!.DNSValue! }]);
     await work();
     const w = await info(wc.ServiceOrderID);
     expect(w.OrderStatus.MajorStatus).toBe('COMPLETE');
-    expect(verify(w.Fulfillment.Certificate, w.Fulfillment.Intermediate, t.services.ca.chain('TrustPoint', 'SHA256-ECC-HYBRID').root)).toContain(': OK');
+    expect(
+      verify(
+        w.Fulfillment.Certificate,
+        w.Fulfillment.Intermediate,
+        t.services.ca.chain('TrustPoint', 'SHA256-ECC-HYBRID').root,
+      ),
+    ).toContain(': OK');
     writeFileSync(join(dir, 'md.pem'), (await info(md.ServiceOrderID)).Fulfillment.Certificate);
-    const sans = spawnSync('openssl', ['x509', '-noout', '-ext', 'subjectAltName', '-in', join(dir, 'md.pem')], { encoding: 'utf8' }).stdout;
+    const sans = spawnSync('openssl', ['x509', '-noout', '-ext', 'subjectAltName', '-in', join(dir, 'md.pem')], {
+      encoding: 'utf8',
+    }).stdout;
     expect(sans).toContain('DNS:www.certdesk-test.com, DNS:shop.certdesk-test.com, DNS:certdesk-test.com');
     dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
     dns.clear('shop.certdesk-test.com');
   });
 
   it('ok/DV by FILE at the hash-style brand: <MD5>.txt with hash, CA domain and unique value, reached through a redirect', async () => {
-    const placed = await order({ ProductCode: 'Sectra.DV', DVAuthMethod: 'FILE', ServerCount: 1 }, { AdminContact: orgContact, TechContact: orgContact });
+    const placed = await order(
+      { ProductCode: 'Sectra.DV', DVAuthMethod: 'FILE', ServerCount: 1 },
+      { AdminContact: orgContact, TechContact: orgContact },
+    );
     const f = placed.OrderParameters.FileAuthDetails!;
     expect(f.FileName).toMatch(/^[0-9A-F]{32}\.txt$/);
     expect(f.FileContents!.split('\n')).toHaveLength(3);
     const port = (web.address() as AddressInfo).port;
     for (const host of ['www.certdesk-test.com', 'certdesk-test.com']) {
-      files.set(`${host}/.well-known/pki-validation/${f.FileName!}`, `REDIRECT http://${host}:${port}/moved/${f.FileName!}`);
+      files.set(
+        `${host}/.well-known/pki-validation/${f.FileName!}`,
+        `REDIRECT http://${host}:${port}/moved/${f.FileName!}`,
+      );
       files.set(`${host}/moved/${f.FileName!}`, f.FileContents!);
     }
     await work();
@@ -169,23 +276,47 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     const before = await used();
     const placed = await order({ DVAuthMethod: 'DNS' });
     expect(await used()).toBeCloseTo(before + 49, 2);
-    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! }, { type: 'CAA', flags: 0, tag: 'issue', value: 'other-ca.example' }]);
+    dns.set('certdesk-test.com', [
+      { type: 'A', address: '127.0.0.1' },
+      { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! },
+      { type: 'CAA', flags: 0, tag: 'issue', value: 'other-ca.example' },
+    ]);
     await work();
     const o = await info(placed.ServiceOrderID);
     expect(o.OrderStatus).toMatchObject({ MajorStatus: 'FAILED', MinorStatus: 'CAA_FORBIDDEN' });
     expect(o.BillingInfo.Status).toBe('refunded');
     expect(await used()).toBeCloseTo(before, 2);
-    expect(await t.db.kysely.selectFrom('certificates').select('id').where('order_id', '=', placed.ServiceOrderID).execute()).toEqual([]);
+    expect(
+      await t.db.kysely.selectFrom('certificates').select('id').where('order_id', '=', placed.ServiceOrderID).execute(),
+    ).toEqual([]);
 
     // CAA is also checked when the order comes: refused at once, nothing stored or charged.
-    const refused = await t.call(c.token, { method: 'POST', url: '/rest/v1/Order', payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'DNS' }, AdminContact: contact, TechContact: contact } });
+    const refused = await t.call(c.token, {
+      method: 'POST',
+      url: '/rest/v1/Order',
+      payload: {
+        OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'DNS' },
+        AdminContact: contact,
+        TechContact: contact,
+      },
+    });
     expect(refused.statusCode).toBe(417);
-    expect(refused.json()).toMatchObject({ ServiceOrderID: 0, Message: expect.stringMatching(/CAA at certdesk-test\.com forbids/) });
+    expect(refused.json()).toMatchObject({
+      ServiceOrderID: 0,
+      Message: expect.stringMatching(/CAA at certdesk-test\.com forbids/),
+    });
     expect(await used()).toBeCloseTo(before, 2);
 
-    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'CAA', flags: 0, tag: 'issue', value: 'trustpoint-ca.example' }]);
+    dns.set('certdesk-test.com', [
+      { type: 'A', address: '127.0.0.1' },
+      { type: 'CAA', flags: 0, tag: 'issue', value: 'trustpoint-ca.example' },
+    ]);
     const allowed = await order({ DVAuthMethod: 'DNS' });
-    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: allowed.OrderParameters.DNSAuthDetails!.DNSValue! }, { type: 'CAA', flags: 0, tag: 'issue', value: 'trustpoint-ca.example' }]);
+    dns.set('certdesk-test.com', [
+      { type: 'A', address: '127.0.0.1' },
+      { type: 'TXT', data: allowed.OrderParameters.DNSAuthDetails!.DNSValue! },
+      { type: 'CAA', flags: 0, tag: 'issue', value: 'trustpoint-ca.example' },
+    ]);
     await work();
     expect((await info(allowed.ServiceOrderID)).OrderStatus.MajorStatus).toBe('COMPLETE');
     dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
@@ -201,10 +332,18 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       await work();
       // The access token of a month ago has expired: a fresh one.
       const token = await t.token(c);
-      const o = (await t.call(token, { method: 'GET', url: `/rest/v1/Order/${placed.ServiceOrderID}?includeBillingDetails=true` })).json().OrderInfo;
+      const o = (
+        await t.call(token, {
+          method: 'GET',
+          url: `/rest/v1/Order/${placed.ServiceOrderID}?includeBillingDetails=true`,
+        })
+      ).json().OrderInfo;
       expect(o.OrderStatus).toMatchObject({ MajorStatus: 'FAILED', MinorStatus: 'DCV_EXPIRED' });
       expect(o.BillingInfo.Status).toBe('refunded');
-      expect((await t.call(token, { method: 'GET', url: '/rest/v1/Limit' })).json().LimitInfo.Used).toBeCloseTo(before, 2);
+      expect((await t.call(token, { method: 'GET', url: '/rest/v1/Limit' })).json().LimitInfo.Used).toBeCloseTo(
+        before,
+        2,
+      );
     } finally {
       t.clock.set(saved);
     }
@@ -212,20 +351,38 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
 
   it('ok/the audit log records placing, each check and the issuance with actor and client address', async () => {
     const placed = await order({ DVAuthMethod: 'DNS' });
-    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+    dns.set('certdesk-test.com', [
+      { type: 'A', address: '127.0.0.1' },
+      { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! },
+    ]);
     await work();
-    const events = await t.db.kysely.selectFrom('audit_events').select(['action', 'actor', 'client_address']).where('subject', '=', String(placed.ServiceOrderID)).orderBy('id').execute();
+    const events = await t.db.kysely
+      .selectFrom('audit_events')
+      .select(['action', 'actor', 'client_address'])
+      .where('subject', '=', String(placed.ServiceOrderID))
+      .orderBy('id')
+      .execute();
     expect(events.map((e) => e.action)).toEqual(['order.placed', 'dcv.validated', 'dcv.validated', 'order.issued']);
     expect(events[0]).toMatchObject({ client_address: '127.0.0.1' });
     expect(events[3]).toMatchObject({ actor: 'system' });
     dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
   });
 
-  describe('OV and EV through the operator\'s vetting', () => {
-    const orgOrder = { AdminContact: { ...orgContact, Title: 'CTO', Fax: '+49 30 2' }, TechContact: { ...orgContact, Title: 'CTO', Fax: '+49 30 2' }, OrganizationInfo: { OrganizationName: 'Certdesk Test GmbH', OrganizationAddress: { ...orgContact.OrganizationAddress, Phone: '+49 30 1' } } };
+  describe("OV and EV through the operator's vetting", () => {
+    const orgOrder = {
+      AdminContact: { ...orgContact, Title: 'CTO', Fax: '+49 30 2' },
+      TechContact: { ...orgContact, Title: 'CTO', Fax: '+49 30 2' },
+      OrganizationInfo: {
+        OrganizationName: 'Certdesk Test GmbH',
+        OrganizationAddress: { ...orgContact.OrganizationAddress, Phone: '+49 30 1' },
+      },
+    };
     const validated = async (productCode: string) => {
       const placed = await order({ ProductCode: productCode, DVAuthMethod: 'DNS' }, orgOrder);
-      dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! }]);
+      dns.set('certdesk-test.com', [
+        { type: 'A', address: '127.0.0.1' },
+        { type: 'TXT', data: placed.OrderParameters.DNSAuthDetails!.DNSValue! },
+      ]);
       await work();
       dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
       return placed.ServiceOrderID;
@@ -233,26 +390,67 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
 
     it('ok/OV: DCV done → WF_ORG_VALIDATION (50 %), listed for vetting; approved → issued with the organization in the subject', async () => {
       const id = await validated('TrustPoint.OV');
-      expect((await info(id)).OrderStatus).toMatchObject({ MajorStatus: 'PENDING', MinorStatus: 'WF_ORG_VALIDATION', Progress: 50 });
+      expect((await info(id)).OrderStatus).toMatchObject({
+        MajorStatus: 'PENDING',
+        MinorStatus: 'WF_ORG_VALIDATION',
+        Progress: 50,
+      });
       expect((await t.services.vetting.list()).map((v) => v.order.id)).toContain(id);
       await t.services.vetting.approve(id, {});
       const o = await info(id);
       expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
       writeFileSync(join(dir, 'ov.pem'), o.Fulfillment.Certificate);
-      const subject = spawnSync('openssl', ['x509', '-noout', '-subject', '-in', join(dir, 'ov.pem')], { encoding: 'utf8' }).stdout;
-      expect(subject).toMatch(/C ?= ?DE, ST ?= ?Berlin, L ?= ?Berlin, street ?= ?Hauptstr\. 1, postalCode ?= ?10115, O ?= ?Certdesk Test GmbH, CN ?= ?www\.certdesk-test\.com/);
-      expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root)).toContain(': OK');
+      const subject = spawnSync('openssl', ['x509', '-noout', '-subject', '-in', join(dir, 'ov.pem')], {
+        encoding: 'utf8',
+      }).stdout;
+      expect(subject).toMatch(
+        /C ?= ?DE, ST ?= ?Berlin, L ?= ?Berlin, street ?= ?Hauptstr\. 1, postalCode ?= ?10115, O ?= ?Certdesk Test GmbH, CN ?= ?www\.certdesk-test\.com/,
+      );
+      expect(
+        verify(
+          o.Fulfillment.Certificate,
+          o.Fulfillment.Intermediate,
+          t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root,
+        ),
+      ).toContain(': OK');
     });
 
     it('ok/EV needs the vetted registration data; with it the certificate carries jurisdiction and EV policy', async () => {
       const id = await validated('TrustPoint.EV');
-      await expect(t.services.vetting.approve(id, {})).rejects.toMatchObject({ message: /EV vetting needs BusinessCategory, RegistrationNumber, JurisdictionCountry/ });
-      await t.services.vetting.approve(id, { BusinessCategory: 'Private Organization', RegistrationNumber: 'HRB 12345', JurisdictionCountry: 'DE' });
-      const o = (await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${id}?includeFulfillment=true&includeOrganizationInfos=true` })).json().OrderInfo;
+      await expect(t.services.vetting.approve(id, {})).rejects.toMatchObject({
+        message: /EV vetting needs BusinessCategory, RegistrationNumber, JurisdictionCountry/,
+      });
+      // A registration number a PrintableString cannot hold is refused at vetting, and nothing is recorded.
+      await expect(
+        t.services.vetting.approve(id, {
+          BusinessCategory: 'Private Organization',
+          RegistrationNumber: 'HRB 12345 Ü',
+          JurisdictionCountry: 'DE',
+        }),
+      ).rejects.toMatchObject({ kind: 'invalidInput', message: /RegistrationNumber "HRB 12345 Ü" must be/ });
+      expect(
+        (await t.db.kysely.selectFrom('orders').select('minor_status').where('id', '=', id).executeTakeFirstOrThrow())
+          .minor_status,
+      ).toBe('WF_ORG_VALIDATION');
+      await t.services.vetting.approve(id, {
+        BusinessCategory: 'Private Organization',
+        RegistrationNumber: 'HRB 12345',
+        JurisdictionCountry: 'DE',
+      });
+      const o = (
+        await t.call(c.token, {
+          method: 'GET',
+          url: `/rest/v1/Order/${id}?includeFulfillment=true&includeOrganizationInfos=true`,
+        })
+      ).json().OrderInfo;
       expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
       expect(o.OrganizationInfo).not.toHaveProperty('Vetted');
       writeFileSync(join(dir, 'ev.pem'), o.Fulfillment.Certificate);
-      const text = spawnSync('openssl', ['x509', '-noout', '-text', '-nameopt', 'oneline', '-in', join(dir, 'ev.pem')], { encoding: 'utf8' }).stdout;
+      const text = spawnSync(
+        'openssl',
+        ['x509', '-noout', '-text', '-nameopt', 'oneline', '-in', join(dir, 'ev.pem')],
+        { encoding: 'utf8' },
+      ).stdout;
       expect(text).toContain('jurisdictionC = DE');
       expect(text).toContain('Policy: 2.23.140.1.1');
     });
@@ -275,7 +473,11 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
 
     it('ok/the approver gets a mail over SMTP; GET shows and approves nothing; POST approves and the certificate is issued', async () => {
       const placed = await order({ DVAuthMethod: 'EMAIL', ApproverEmail: 'hostmaster@certdesk-test.com' });
-      const mail = await smtp.waitFor((m) => m.envelope.to.includes('hostmaster@certdesk-test.com') && (m.text ?? '').includes(`Order ${placed.ServiceOrderID},`));
+      const mail = await smtp.waitFor(
+        (m) =>
+          m.envelope.to.includes('hostmaster@certdesk-test.com') &&
+          (m.text ?? '').includes(`Order ${placed.ServiceOrderID},`),
+      );
       expect(mail.subject).toMatch(/^Approve the certificate for www\.certdesk-test\.com and 1 more$/);
       const path = linkIn(mail.text ?? '')!;
       expect(path).toBeDefined();
@@ -294,31 +496,69 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       const o = await info(placed.ServiceOrderID);
       expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
       expect(o.DCVStatus.every((d: { Status: string }) => d.Status === 'VALIDATED')).toBe(true);
-      expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root)).toContain(': OK');
+      expect(
+        verify(
+          o.Fulfillment.Certificate,
+          o.Fulfillment.Intermediate,
+          t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root,
+        ),
+      ).toContain(': OK');
       // Clicking again changes nothing.
       expect((await t.app.inject({ method: 'POST', url: path })).statusCode).toBe(200);
-      expect(await t.db.kysely.selectFrom('certificates').select('id').where('order_id', '=', placed.ServiceOrderID).execute()).toHaveLength(1);
-      const audit = await t.db.kysely.selectFrom('audit_events').select(['action', 'actor']).where('subject', '=', String(placed.ServiceOrderID)).where('action', '=', 'dcv.approved').execute();
+      expect(
+        await t.db.kysely
+          .selectFrom('certificates')
+          .select('id')
+          .where('order_id', '=', placed.ServiceOrderID)
+          .execute(),
+      ).toHaveLength(1);
+      const audit = await t.db.kysely
+        .selectFrom('audit_events')
+        .select(['action', 'actor'])
+        .where('subject', '=', String(placed.ServiceOrderID))
+        .where('action', '=', 'dcv.approved')
+        .execute();
       expect(audit).toEqual([{ action: 'dcv.approved', actor: 'approver:hostmaster@certdesk-test.com' }]);
     });
 
     it('ok/PUT /ApproverEmail sends a new link and voids the old; POST /ApproverEmail resends; refusals', async () => {
       const placed = await order({ DVAuthMethod: 'EMAIL', ApproverEmail: 'admin@certdesk-test.com' });
-      const first = linkIn((await smtp.waitFor((m) => (m.text ?? '').includes(`Order ${placed.ServiceOrderID},`))).text ?? '')!;
-      const bad = await t.call(c.token, { method: 'PUT', url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}?ApproverEmail=someone@gmail.com` });
+      const first = linkIn(
+        (await smtp.waitFor((m) => (m.text ?? '').includes(`Order ${placed.ServiceOrderID},`))).text ?? '',
+      )!;
+      const bad = await t.call(c.token, {
+        method: 'PUT',
+        url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}?ApproverEmail=someone@gmail.com`,
+      });
       expect(bad.statusCode).toBe(417);
       expect(bad.json()).toMatchObject({ ErrorField: 'ApproverEmail' });
-      const changed = await t.call(c.token, { method: 'PUT', url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}?ApproverEmail=webmaster@certdesk-test.com` });
+      const changed = await t.call(c.token, {
+        method: 'PUT',
+        url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}?ApproverEmail=webmaster@certdesk-test.com`,
+      });
       expect(changed.json()).toMatchObject({ success: true, Message: expect.any(String) });
-      const second = linkIn((await smtp.waitFor((m) => m.envelope.to.includes('webmaster@certdesk-test.com') && (m.text ?? '').includes(`Order ${placed.ServiceOrderID},`))).text ?? '')!;
+      const second = linkIn(
+        (
+          await smtp.waitFor(
+            (m) =>
+              m.envelope.to.includes('webmaster@certdesk-test.com') &&
+              (m.text ?? '').includes(`Order ${placed.ServiceOrderID},`),
+          )
+        ).text ?? '',
+      )!;
       expect(second).not.toBe(first);
       expect((await t.app.inject({ method: 'GET', url: first })).statusCode).toBe(404);
       const resent = await t.call(c.token, { method: 'POST', url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}` });
       expect(resent.json()).toMatchObject({ success: true });
       const other = await t.customer({ name: 'Stranger' });
-      expect((await t.call(other.token, { method: 'POST', url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}` })).statusCode).toBe(404);
+      expect(
+        (await t.call(other.token, { method: 'POST', url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}` }))
+          .statusCode,
+      ).toBe(404);
       const dnsOrder = await order({ DVAuthMethod: 'DNS' });
-      expect((await t.call(c.token, { method: 'POST', url: `/rest/v1/ApproverEmail/${dnsOrder.ServiceOrderID}` })).json()).toMatchObject({ ErrorId: -2011 });
+      expect(
+        (await t.call(c.token, { method: 'POST', url: `/rest/v1/ApproverEmail/${dnsOrder.ServiceOrderID}` })).json(),
+      ).toMatchObject({ ErrorId: -2011 });
       expect((await t.app.inject({ method: 'GET', url: '/dcv/approve/nonsense' })).statusCode).toBe(404);
       const outbox = await t.services.mailRepo.list({ limit: 100, orderId: placed.ServiceOrderID });
       expect(outbox.map((m) => m.status)).toEqual(['sent', 'sent', 'sent']);
@@ -326,13 +566,28 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
   });
 
   describe('inline issuance when the proof is already in place', () => {
-    const post = (params: Record<string, unknown>) => t.call(c.token, {
-      method: 'POST', url: '/rest/v1/Order',
-      payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, ...params }, AdminContact: contact, TechContact: contact },
-    });
+    const post = (params: Record<string, unknown>) =>
+      t.call(c.token, {
+        method: 'POST',
+        url: '/rest/v1/Order',
+        payload: {
+          OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, ...params },
+          AdminContact: contact,
+          TechContact: contact,
+        },
+      });
     const publishTxt = async () => {
-      const value = (await t.call(c.token, { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.FreeDV' } })).json().DNSAuthDetails.DNSValue as string;
-      dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }, { type: 'TXT', data: value }]);
+      const value = (
+        await t.call(c.token, {
+          method: 'POST',
+          url: '/rest/v1/DNSData',
+          payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.FreeDV' },
+        })
+      ).json().DNSAuthDetails.DNSValue as string;
+      dns.set('certdesk-test.com', [
+        { type: 'A', address: '127.0.0.1' },
+        { type: 'TXT', data: value },
+      ]);
     };
 
     it('ok/the free product by DNS with the record in place: Fulfillment in the POST /Order response, openssl verifies it', async () => {
@@ -343,7 +598,10 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       expect(body.Fulfillment.Certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
       const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');
       expect(verify(body.Fulfillment.Certificate, body.Fulfillment.Intermediate, chain.root)).toContain(': OK');
-      expect((await info(body.ServiceOrderID)).OrderStatus).toMatchObject({ MajorStatus: 'COMPLETE', MinorStatus: 'COMPLETED' });
+      expect((await info(body.ServiceOrderID)).OrderStatus).toMatchObject({
+        MajorStatus: 'COMPLETE',
+        MinorStatus: 'COMPLETED',
+      });
       // A regular DV product issues inline too when the record is there.
       const dv = (await post({ DVAuthMethod: 'DNS' })).json();
       expect(dv.Fulfillment.Certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
@@ -354,7 +612,12 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       const [count, before] = [(await t.db.kysely.selectFrom('orders').select('id').execute()).length, await used()];
       const dnsRes = await post({ ProductCode: 'TrustPoint.FreeDV', ValidityPeriod: 180, DVAuthMethod: 'DNS' });
       expect(dnsRes.statusCode).toBe(417);
-      expect(dnsRes.json()).toMatchObject({ success: false, ErrorId: -3202, ErrorField: 'failed_dns', ServiceOrderID: 0 });
+      expect(dnsRes.json()).toMatchObject({
+        success: false,
+        ErrorId: -3202,
+        ErrorField: 'failed_dns',
+        ServiceOrderID: 0,
+      });
       const fileRes = await post({ ProductCode: 'TrustPoint.FreeDV', ValidityPeriod: 180, DVAuthMethod: 'FILE' });
       expect(fileRes.json()).toMatchObject({ ErrorId: -3202, ErrorField: 'failed_file' });
       expect((await t.db.kysely.selectFrom('orders').select('id').execute()).length).toBe(count);
@@ -367,58 +630,133 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
   });
 
   describe('DCV data before ordering', () => {
-    const dnsData = (token: string, payload: Record<string, unknown>) => t.call(token, { method: 'POST', url: '/rest/v1/DNSData', payload });
+    const dnsData = (token: string, payload: Record<string, unknown>) =>
+      t.call(token, { method: 'POST', url: '/rest/v1/DNSData', payload });
 
     it('ok/POST /DNSData and /FileData give the values a later order uses; another customer gets its own', async () => {
       const dnsRes = await dnsData(c.token, { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' });
       expect(dnsRes.statusCode).toBe(200);
       const d = dnsRes.json().DNSAuthDetails;
-      expect(d).toMatchObject({ PointerType: 'TXT', FQDNs: ['certdesk-test.com'], Example: expect.stringContaining(d.DNSValue) });
-      const f = (await t.call(c.token, { method: 'POST', url: '/rest/v1/FileData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().FileAuthDetails;
-      expect(f).toMatchObject({ FileName: 'fileauth.txt', FilePath: '/.well-known/pki-validation/', FileContents: d.DNSValue, FQDNs: ['www.certdesk-test.com', 'certdesk-test.com'] });
+      expect(d).toMatchObject({
+        PointerType: 'TXT',
+        FQDNs: ['certdesk-test.com'],
+        Example: expect.stringContaining(d.DNSValue),
+      });
+      const f = (
+        await t.call(c.token, {
+          method: 'POST',
+          url: '/rest/v1/FileData',
+          payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' },
+        })
+      ).json().FileAuthDetails;
+      expect(f).toMatchObject({
+        FileName: 'fileauth.txt',
+        FilePath: '/.well-known/pki-validation/',
+        FileContents: d.DNSValue,
+        FQDNs: ['www.certdesk-test.com', 'certdesk-test.com'],
+      });
       const placed = await order({ DVAuthMethod: 'DNS' });
       expect(placed.OrderParameters.DNSAuthDetails!.DNSValue).toBe(d.DNSValue);
       const other = await t.customer({ name: 'Other' });
-      expect((await dnsData(other.token, { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' })).json().DNSAuthDetails.DNSValue).not.toBe(d.DNSValue);
+      expect(
+        (await dnsData(other.token, { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' })).json().DNSAuthDetails
+          .DNSValue,
+      ).not.toBe(d.DNSValue);
     });
 
     it('fail/a bad CSR, an unknown product, a product without DNS validation', async () => {
-      expect((await dnsData(c.token, { CSR: 'garbage', ProductCode: 'TrustPoint.DV' })).json()).toMatchObject({ success: false, ErrorField: 'CSR' });
+      expect((await dnsData(c.token, { CSR: 'garbage', ProductCode: 'TrustPoint.DV' })).json()).toMatchObject({
+        success: false,
+        ErrorField: 'CSR',
+      });
       expect((await dnsData(c.token, { CSR: testCsr().pem, ProductCode: 'Nope.DV' })).statusCode).toBe(417);
-      expect((await dnsData(c.token, { CSR: testCsr().pem, ProductCode: 'TrustPoint.CodeSigning' })).json()).toMatchObject({ ErrorField: 'ProductCode' });
+      expect(
+        (await dnsData(c.token, { CSR: testCsr().pem, ProductCode: 'TrustPoint.CodeSigning' })).json(),
+      ).toMatchObject({ ErrorField: 'ProductCode' });
       expect((await dnsData(c.token, {})).statusCode).toBe(417);
     });
 
     it('ok/GET /ApproverList: constructed addresses and the ones published in DNS, per domain', async () => {
       dns.set('_validation-contactemail.certdesk-test.com', [{ type: 'TXT', data: 'dcv@certdesk-test.com' }]);
-      const res = await t.call(c.token, { method: 'GET', url: '/rest/v1/ApproverList?CommonName=www.certdesk-test.com&ProductCode=TrustPoint.DV&DNSNames=shop.certdesk-test.com' });
+      const res = await t.call(c.token, {
+        method: 'GET',
+        url: '/rest/v1/ApproverList?CommonName=www.certdesk-test.com&ProductCode=TrustPoint.DV&DNSNames=shop.certdesk-test.com',
+      });
       expect(res.statusCode).toBe(200);
       const body = res.json();
       const emails = body.ApproverList.map((a: { ApproverEmail: string }) => a.ApproverEmail);
-      expect(emails).toEqual(expect.arrayContaining(['admin@www.certdesk-test.com', 'admin@certdesk-test.com', 'postmaster@certdesk-test.com', 'dcv@certdesk-test.com']));
-      expect(body.ApproverList.find((a: { ApproverEmail: string }) => a.ApproverEmail === 'dcv@certdesk-test.com').ApproverType).toBe('Domain');
-      expect(body.DomainApprovers.DomainApprover.map((d: { Domain: string }) => d.Domain)).toEqual(['www.certdesk-test.com', 'shop.certdesk-test.com']);
-      expect((await t.call(c.token, { method: 'GET', url: '/rest/v1/ApproverList?CommonName=intranet.local&ProductCode=TrustPoint.DV' })).json()).toMatchObject({ ErrorField: 'CommonName' });
-      expect((await t.call(c.token, { method: 'GET', url: '/rest/v1/ApproverList?CommonName=www.certdesk-test.com&ProductCode=TrustPoint.FreeDV' })).statusCode).toBe(417);
+      expect(emails).toEqual(
+        expect.arrayContaining([
+          'admin@www.certdesk-test.com',
+          'admin@certdesk-test.com',
+          'postmaster@certdesk-test.com',
+          'dcv@certdesk-test.com',
+        ]),
+      );
+      expect(
+        body.ApproverList.find((a: { ApproverEmail: string }) => a.ApproverEmail === 'dcv@certdesk-test.com')
+          .ApproverType,
+      ).toBe('Domain');
+      expect(body.DomainApprovers.DomainApprover.map((d: { Domain: string }) => d.Domain)).toEqual([
+        'www.certdesk-test.com',
+        'shop.certdesk-test.com',
+      ]);
+      expect(
+        (
+          await t.call(c.token, {
+            method: 'GET',
+            url: '/rest/v1/ApproverList?CommonName=intranet.local&ProductCode=TrustPoint.DV',
+          })
+        ).json(),
+      ).toMatchObject({ ErrorField: 'CommonName' });
+      expect(
+        (
+          await t.call(c.token, {
+            method: 'GET',
+            url: '/rest/v1/ApproverList?CommonName=www.certdesk-test.com&ProductCode=TrustPoint.FreeDV',
+          })
+        ).statusCode,
+      ).toBe(417);
       dns.clear('_validation-contactemail.certdesk-test.com');
     });
   });
 
   it('fail/FILE to a private address when private fetches are not allowed: the name stays pending with the reason', async () => {
     const strict = await createTestContext(dialect, {
-      CERTDESK_DNS_SERVERS: dns.address, CERTDESK_VALIDATION_ALLOW_PRIVATE: 'false', CERTDESK_VALIDATION_HTTP_PORT: String((web.address() as AddressInfo).port),
+      CERTDESK_DNS_SERVERS: dns.address,
+      CERTDESK_VALIDATION_ALLOW_PRIVATE: 'false',
+      CERTDESK_VALIDATION_HTTP_PORT: String((web.address() as AddressInfo).port),
     });
     try {
       const customer = await strict.customer({ name: 'Strict' });
-      const res = await strict.call(customer.token, { method: 'POST', url: '/rest/v1/Order', payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'FILE' }, AdminContact: contact, TechContact: contact } });
+      const res = await strict.call(customer.token, {
+        method: 'POST',
+        url: '/rest/v1/Order',
+        payload: {
+          OrderParameters: {
+            ProductCode: 'TrustPoint.DV',
+            ValidityPeriod: 12,
+            CSR: testCsr().pem,
+            DVAuthMethod: 'FILE',
+          },
+          AdminContact: contact,
+          TechContact: contact,
+        },
+      });
       const placed = res.json();
       const f = placed.OrderParameters.FileAuthDetails;
       let requests = 0;
       web.on('request', () => requests++);
-      for (const host of ['www.certdesk-test.com', 'certdesk-test.com']) files.set(`${host}/.well-known/pki-validation/${f.FileName}`, f.FileContents);
+      for (const host of ['www.certdesk-test.com', 'certdesk-test.com'])
+        files.set(`${host}/.well-known/pki-validation/${f.FileName}`, f.FileContents);
       const w = createWorker(strict.services, pino({ level: 'silent' }));
       await w.runOnce();
-      const o = (await strict.call(customer.token, { method: 'GET', url: `/rest/v1/Order/${placed.ServiceOrderID}?includeDCVStatus=true` })).json().OrderInfo;
+      const o = (
+        await strict.call(customer.token, {
+          method: 'GET',
+          url: `/rest/v1/Order/${placed.ServiceOrderID}?includeDCVStatus=true`,
+        })
+      ).json().OrderInfo;
       expect(o.OrderStatus.MajorStatus).toBe('PENDING');
       expect(o.DCVStatus[0].Problem).toMatch(/may not be fetched/);
       expect(requests).toBe(0);

@@ -18,7 +18,11 @@ describe.each(testDialects())('a two-year subscription on $dialect', (dialect) =
 
   beforeAll(async () => {
     dns = await startDnsServer();
-    t = await createTestContext(dialect, { CERTDESK_DNS_SERVERS: dns.address, CERTDESK_RATE_LIMIT: '1000000', CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000' });
+    t = await createTestContext(dialect, {
+      CERTDESK_DNS_SERVERS: dns.address,
+      CERTDESK_RATE_LIMIT: '1000000',
+      CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000',
+    });
     await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
     c = await t.customer({ name: 'Subscriber', creditLimit: 100000 });
     worker = createWorker(t.services, pino({ level: 'silent' }));
@@ -30,17 +34,29 @@ describe.each(testDialects())('a two-year subscription on $dialect', (dialect) =
 
   /** Publishes the TXT value the customer is shown now (values are renewed after 30 days). */
   const publish = async () => {
-    const value = (await t.call(await t.token(c), { method: 'POST', url: '/rest/v1/DNSData', payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' } })).json().DNSAuthDetails.DNSValue as string;
+    const value = (
+      await t.call(await t.token(c), {
+        method: 'POST',
+        url: '/rest/v1/DNSData',
+        payload: { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' },
+      })
+    ).json().DNSAuthDetails.DNSValue as string;
     dns.set('certdesk-test.com', [{ type: 'TXT', data: value }]);
   };
-  const row = async (id: number) => t.db.kysely.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const row = async (id: number) =>
+    t.db.kysely.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
   it('ok/walked with a fake clock: free automatic reissues under the lifetime schedule until the term ends, then EXPIRED; one charge', async () => {
     await publish();
     const start = t.clock.nowSeconds();
     const res = await t.call(await t.token(c), {
-      method: 'POST', url: '/rest/v1/Order',
-      payload: { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 24, CSR: testCsr().pem, DVAuthMethod: 'DNS' }, AdminContact: contact, TechContact: contact },
+      method: 'POST',
+      url: '/rest/v1/Order',
+      payload: {
+        OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 24, CSR: testCsr().pem, DVAuthMethod: 'DNS' },
+        AdminContact: contact,
+        TechContact: contact,
+      },
     });
     const id = res.json().ServiceOrderID as number;
     let o = await row(id);
@@ -52,7 +68,7 @@ describe.each(testDialects())('a two-year subscription on $dialect', (dialect) =
     let actionMails = 0;
     for (let round = 0; round < 20 && o.term_end! > o.cert_not_after!; round++) {
       t.clock.set(o.cert_not_after! - 29 * DAY);
-      expect(await t.services.lifecycle.renewDue()).toEqual([id]);
+      expect(await t.services.reissues.renewDue()).toEqual([id]);
       o = await row(id);
       if (o.major_status === 'REISSUE') {
         // The names were validated longer ago than the reuse period allows: the customer is told, and shows them again.
@@ -63,7 +79,12 @@ describe.each(testDialects())('a two-year subscription on $dialect', (dialect) =
         o = await row(id);
       }
       expect(o.major_status).toBe('COMPLETE');
-      const cert = await t.db.kysely.selectFrom('certificates').select(['not_before', 'not_after']).where('order_id', '=', id).orderBy('id', 'desc').executeTakeFirstOrThrow();
+      const cert = await t.db.kysely
+        .selectFrom('certificates')
+        .select(['not_before', 'not_after'])
+        .where('order_id', '=', id)
+        .orderBy('id', 'desc')
+        .executeTakeFirstOrThrow();
       lifetimes.push(Math.round((cert.not_after - cert.not_before + 1) / DAY));
     }
     // 2027-05: 100-day certificates (the schedule from 2027-03-15); the last one ends with the term.
@@ -79,7 +100,7 @@ describe.each(testDialects())('a two-year subscription on $dialect', (dialect) =
     expect(mails.every((m) => m.to === 'ada@certdesk-test.com')).toBe(true);
 
     // Nothing more to renew; after the last EndDate the order shows COMPLETE/EXPIRED.
-    expect(await t.services.lifecycle.renewDue()).toEqual([]);
+    expect(await t.services.reissues.renewDue()).toEqual([]);
     t.clock.set(o.term_end! + DAY);
     const info = (await t.call(await t.token(c), { method: 'GET', url: `/rest/v1/Order/${id}` })).json().OrderInfo;
     expect(info.OrderStatus).toMatchObject({ MajorStatus: 'COMPLETE', MinorStatus: 'EXPIRED', Progress: 100 });

@@ -20,16 +20,26 @@ import { checkCsr, checkPublicKey, type CheckedCsr, type CheckedKey } from './ch
 // ---- Fixtures: real keys and CSRs from the openssl CLI, made once per file ----
 
 let dir = '';
-const openssl = (...args: string[]): Buffer => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+const openssl = (...args: string[]): Buffer =>
+  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
 const pem = (name: string): string => readFileSync(join(dir, `${name}.csr`), 'utf8');
 const der = (name: string): Buffer => readFileSync(join(dir, `${name}.der`));
 const toPem = (bytes: Uint8Array, label = 'CERTIFICATE REQUEST'): string =>
-  `-----BEGIN ${label}-----\n${Buffer.from(bytes).toString('base64').replace(/.{1,64}/g, '$&\n')}-----END ${label}-----\n`;
+  `-----BEGIN ${label}-----\n${Buffer.from(bytes)
+    .toString('base64')
+    .replace(/.{1,64}/g, '$&\n')}-----END ${label}-----\n`;
 
 const KEYS: Record<string, string[]> = {
   rsa2048: ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'],
   rsa3072: ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:3072'],
-  rsaBigE: ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-pkeyopt', `rsa_keygen_pubexp:${(1n << 255n) + 1n}`],
+  rsaBigE: [
+    '-algorithm',
+    'RSA',
+    '-pkeyopt',
+    'rsa_keygen_bits:2048',
+    '-pkeyopt',
+    `rsa_keygen_pubexp:${(1n << 255n) + 1n}`,
+  ],
   p256: ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'],
   p384: ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-384'],
   rsa1024: ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:1024'],
@@ -46,7 +56,8 @@ const KEYS: Record<string, string[]> = {
 };
 
 const SUBJECT = '/CN=Www.Example.com/O=Example Org';
-const SAN = 'subjectAltName=DNS:Www.Example.COM,DNS:api.example.com,IP:192.0.2.1,email:hostmaster@example.com,DNS:*.Example.com';
+const SAN =
+  'subjectAltName=DNS:Www.Example.COM,DNS:api.example.com,IP:192.0.2.1,email:hostmaster@example.com,DNS:*.Example.com';
 const NAMES = ['www.example.com', 'api.example.com', '*.example.com'];
 
 /** CSRs: name → [key, extra `openssl req` arguments]. */
@@ -92,7 +103,19 @@ beforeAll(() => {
   }
   openssl('req', '-new', '-sha256', '-key', 'p256.key', '-subj', '/O=No Common Name', '-out', 'nocn.csr');
   openssl('req', '-in', 'nocn.csr', '-outform', 'DER', '-out', 'nocn.der');
-  openssl('req', '-x509', '-new', '-key', 'p256.key', '-subj', '/CN=cert.example.com', '-days', '1', '-out', 'cert.pem');
+  openssl(
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    'p256.key',
+    '-subj',
+    '/CN=cert.example.com',
+    '-days',
+    '1',
+    '-out',
+    'cert.pem',
+  );
 }, 120_000);
 
 afterAll(() => {
@@ -104,7 +127,14 @@ afterAll(() => {
 function tlv(tag: number, ...parts: Uint8Array[]): Buffer {
   const body = Buffer.concat(parts);
   const n = body.length;
-  const length = n < 0x80 ? [n] : n < 0x100 ? [0x81, n] : n < 0x10000 ? [0x82, n >> 8, n & 255] : [0x83, n >> 16, (n >> 8) & 255, n & 255];
+  const length =
+    n < 0x80
+      ? [n]
+      : n < 0x100
+        ? [0x81, n]
+        : n < 0x10000
+          ? [0x82, n >> 8, n & 255]
+          : [0x83, n >> 16, (n >> 8) & 255, n & 255];
   return Buffer.concat([Buffer.from([tag, ...length]), body]);
 }
 const seq = (...parts: Uint8Array[]): Buffer => tlv(0x30, ...parts);
@@ -130,7 +160,8 @@ function oid(dotted: string): Buffer {
 }
 const RSA_ALG = seq(oid('1.2.840.113549.1.1.1'), NULL);
 const rsaSpki = (n: bigint, e = 65537n): Buffer => seq(RSA_ALG, bitString(seq(int(n), int(e))));
-const ecSpki = (curve: string, point: Uint8Array): Buffer => seq(seq(oid('1.2.840.10045.2.1'), oid(curve)), bitString(point));
+const ecSpki = (curve: string, point: Uint8Array): Buffer =>
+  seq(seq(oid('1.2.840.10045.2.1'), oid(curve)), bitString(point));
 
 const toBig = (bytes: Uint8Array): bigint => BigInt(`0x${Buffer.from(bytes).toString('hex') || '0'}`);
 const b64url = (v: bigint): string => Buffer.from(hexOf(v), 'hex').toString('base64url');
@@ -159,11 +190,16 @@ function nextPrime(from: bigint): bigint {
   return c;
 }
 const prime = (bits: number): bigint => generatePrimeSync(bits, { bigint: true });
-const SMALL_PRIMES = Array.from({ length: 998 }, (_, i) => i + 2).filter((p) => Array.from({ length: p - 2 }, (_, j) => j + 2).every((d) => p % d !== 0));
+const SMALL_PRIMES = Array.from({ length: 998 }, (_, i) => i + 2).filter((p) =>
+  Array.from({ length: p - 2 }, (_, j) => j + 2).every((d) => p % d !== 0),
+);
 /** A random odd modulus of exactly `bits` bits with no prime factor below 1000 (so only size or exponent can fail). */
 function randomModulus(bits: number): bigint {
   for (;;) {
-    const n = (toBig(randomBytes(Math.ceil(bits / 8))) >> BigInt(8 * Math.ceil(bits / 8) - bits)) | (1n << BigInt(bits - 1)) | 1n;
+    const n =
+      (toBig(randomBytes(Math.ceil(bits / 8))) >> BigInt(8 * Math.ceil(bits / 8) - bits)) |
+      (1n << BigInt(bits - 1)) |
+      1n;
     if (SMALL_PRIMES.every((p) => n % BigInt(p) !== 0n)) return n;
   }
 }
@@ -174,7 +210,17 @@ function rsaKeyPem(p: bigint, q: bigint): string | undefined {
   const d = modInverse(e, (p - 1n) * (q - 1n));
   const qi = modInverse(q, p);
   if (d === undefined || qi === undefined) return undefined;
-  const jwk = { kty: 'RSA', n: b64url(p * q), e: b64url(e), d: b64url(d), p: b64url(p), q: b64url(q), dp: b64url(d % (p - 1n)), dq: b64url(d % (q - 1n)), qi: b64url(qi) };
+  const jwk = {
+    kty: 'RSA',
+    n: b64url(p * q),
+    e: b64url(e),
+    d: b64url(d),
+    p: b64url(p),
+    q: b64url(q),
+    dp: b64url(d % (p - 1n)),
+    dq: b64url(d % (q - 1n)),
+    qi: b64url(qi),
+  };
   return createPrivateKey({ key: jwk, format: 'jwk' }).export({ type: 'pkcs8', format: 'pem' }).toString();
 }
 
@@ -276,7 +322,21 @@ describe('checkCsr accepts good requests', () => {
   });
 
   it.each(['rsa2048', 'p384'])('ok/%s: keyId equals the subjectKeyIdentifier openssl computes', (name) => {
-    openssl('req', '-x509', '-new', '-key', `${name}.key`, '-subj', '/CN=ski.example.com', '-days', '1', '-addext', 'subjectKeyIdentifier=hash', '-out', `ski-${name}.pem`);
+    openssl(
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      `${name}.key`,
+      '-subj',
+      '/CN=ski.example.com',
+      '-days',
+      '1',
+      '-addext',
+      'subjectKeyIdentifier=hash',
+      '-out',
+      `ski-${name}.pem`,
+    );
     const ski = openssl('x509', '-in', `ski-${name}.pem`, '-noout', '-ext', 'subjectKeyIdentifier').toString();
     const expected = /Identifier: *\n\s*([0-9A-F:]+)/.exec(ski)?.[1]?.replace(/:/g, '').toLowerCase();
     expect(expected).toMatch(/^[0-9a-f]{40}$/);
@@ -294,7 +354,14 @@ describe('checkCsr accepts good requests', () => {
     ['surrounding-whitespace', () => `\n \t${pem('p256')}\n\n`],
     ['new-certificate-request-label', () => toPem(der('p256'), 'NEW CERTIFICATE REQUEST')],
     ['bare-base64', () => der('p256').toString('base64')],
-    ['buffer-view-with-offset', () => new Uint8Array(Buffer.concat([Buffer.from('xx'), der('p256'), Buffer.from('yy')])).subarray(2, 2 + der('p256').length)],
+    [
+      'buffer-view-with-offset',
+      () =>
+        new Uint8Array(Buffer.concat([Buffer.from('xx'), der('p256'), Buffer.from('yy')])).subarray(
+          2,
+          2 + der('p256').length,
+        ),
+    ],
   ];
   it.each(variants)('ok/encoding %s', (_id, input) => {
     expect(Buffer.from(checkCsr(input()).der).equals(der('p256'))).toBe(true);
@@ -362,23 +429,67 @@ describe('checkCsr refuses unusable requests with invalidCsr', () => {
     ['empty-string', () => '', /^The CSR is empty/],
     ['whitespace', () => ' \n\t ', /^The CSR is empty/],
     ['empty-bytes', () => new Uint8Array(0), /^The CSR is empty/],
-    ['hello', () => 'hello', /^The CSR could not be parsed: it is neither PEM nor valid base64 \(misplaced padding or wrong length\)/],
+    [
+      'hello',
+      () => 'hello',
+      /^The CSR could not be parsed: it is neither PEM nor valid base64 \(misplaced padding or wrong length\)/,
+    ],
     ['random-bytes', () => randomBytes(300), /^The CSR could not be parsed/],
     ['random-base64', () => randomBytes(300).toString('base64'), /^The CSR could not be parsed/],
-    ['certificate-pem', () => readFileSync(join(dir, 'cert.pem'), 'utf8'), /^The CSR could not be parsed: the PEM block is a "CERTIFICATE", not/],
-    ['private-key-pem', () => readFileSync(join(dir, 'p256.key'), 'utf8'), /"PRIVATE KEY", not a "CERTIFICATE REQUEST"/],
-    ['certificate-der', () => Buffer.from(readFileSync(join(dir, 'cert.pem'), 'utf8').replace(/-----[^-]+-----|\s/g, ''), 'base64'), /^The CSR could not be parsed: it is not a PKCS#10/],
-    ['trailing-bytes', () => Buffer.concat([der('p256'), Buffer.from([0, 0, 0])]), /^The CSR could not be parsed: it has 3 bytes of trailing data/],
-    ['trailing-bytes-pem', () => toPem(Buffer.concat([der('p256'), Buffer.from([0x30, 0x00])])), /2 bytes of trailing data/],
+    [
+      'certificate-pem',
+      () => readFileSync(join(dir, 'cert.pem'), 'utf8'),
+      /^The CSR could not be parsed: the PEM block is a "CERTIFICATE", not/,
+    ],
+    [
+      'private-key-pem',
+      () => readFileSync(join(dir, 'p256.key'), 'utf8'),
+      /"PRIVATE KEY", not a "CERTIFICATE REQUEST"/,
+    ],
+    [
+      'certificate-der',
+      () => Buffer.from(readFileSync(join(dir, 'cert.pem'), 'utf8').replace(/-----[^-]+-----|\s/g, ''), 'base64'),
+      /^The CSR could not be parsed: it is not a PKCS#10/,
+    ],
+    [
+      'trailing-bytes',
+      () => Buffer.concat([der('p256'), Buffer.from([0, 0, 0])]),
+      /^The CSR could not be parsed: it has 3 bytes of trailing data/,
+    ],
+    [
+      'trailing-bytes-pem',
+      () => toPem(Buffer.concat([der('p256'), Buffer.from([0x30, 0x00])])),
+      /2 bytes of trailing data/,
+    ],
     ['trailing-text-after-pem', () => `${pem('p256')}garbage`, /^The CSR could not be parsed: there is text after/],
     ['truncated', () => der('rsa2048').subarray(0, 300), /^The CSR could not be parsed: its DER encoding is truncated/],
-    ['truncated-pem', () => toPem(der('p256').subarray(0, der('p256').length - 1)), /^The CSR could not be parsed: its DER encoding is truncated/],
-    ['no-end-line', () => pem('p256').replace(/-----END[^\n]*\n?/, ''), /^The CSR could not be parsed: it has no "-----END CERTIFICATE REQUEST-----" line; it seems truncated/],
-    ['bad-base64', () => pem('p256').replace(/\n(.)/, '\n!$1'), /^The CSR could not be parsed: it is neither PEM nor valid base64 \(invalid character "!"\)/],
+    [
+      'truncated-pem',
+      () => toPem(der('p256').subarray(0, der('p256').length - 1)),
+      /^The CSR could not be parsed: its DER encoding is truncated/,
+    ],
+    [
+      'no-end-line',
+      () => pem('p256').replace(/-----END[^\n]*\n?/, ''),
+      /^The CSR could not be parsed: it has no "-----END CERTIFICATE REQUEST-----" line; it seems truncated/,
+    ],
+    [
+      'bad-base64',
+      () => pem('p256').replace(/\n(.)/, '\n!$1'),
+      /^The CSR could not be parsed: it is neither PEM nor valid base64 \(invalid character "!"\)/,
+    ],
     ['too-large', () => `${pem('p256')}${' '.repeat(64 * 1024)}`, /larger than 64 KiB/],
     ['not-a-string', () => 42 as unknown as string, /DER bytes or PEM text/],
-    ['sha1-rsa', () => pem('rsa2048-sha1'), /^The CSR is signed with sha1WithRSAEncryption: SHA-1 signatures are not accepted/],
-    ['sha1-ecdsa', () => pem('p256-sha1'), /^The CSR is signed with ecdsa-with-SHA1: SHA-1 signatures are not accepted/],
+    [
+      'sha1-rsa',
+      () => pem('rsa2048-sha1'),
+      /^The CSR is signed with sha1WithRSAEncryption: SHA-1 signatures are not accepted/,
+    ],
+    [
+      'sha1-ecdsa',
+      () => pem('p256-sha1'),
+      /^The CSR is signed with ecdsa-with-SHA1: SHA-1 signatures are not accepted/,
+    ],
     ['rsassa-pss-signature', () => pem('rsa2048-pss'), /^The CSR is signed with RSASSA-PSS, which is not accepted/],
   ];
   it.each(cases)('fail/%s', (_id, input, message) => {
@@ -387,14 +498,17 @@ describe('checkCsr refuses unusable requests with invalidCsr', () => {
 
   const SIGNATURE = /^The CSR signature does not verify: the request was altered/;
 
-  it.each(['rsa2048', 'p256', 'p384'])('fail/tampered-signature (%s): one bit flipped in the signature value', (name) => {
-    const bytes = Buffer.from(der(name));
-    const { sig } = csrParts(bytes);
-    // The middle of the signature value: for ECDSA inside r or s, so the DER stays well-formed.
-    bytes[bytes.length - Math.floor(sig.length / 2)]! ^= 0x01;
-    expectRefused(() => checkCsr(bytes), 'invalidCsr', SIGNATURE);
-    expectRefused(() => checkCsr(toPem(bytes)), 'invalidCsr', SIGNATURE);
-  });
+  it.each(['rsa2048', 'p256', 'p384'])(
+    'fail/tampered-signature (%s): one bit flipped in the signature value',
+    (name) => {
+      const bytes = Buffer.from(der(name));
+      const { sig } = csrParts(bytes);
+      // The middle of the signature value: for ECDSA inside r or s, so the DER stays well-formed.
+      bytes[bytes.length - Math.floor(sig.length / 2)]! ^= 0x01;
+      expectRefused(() => checkCsr(bytes), 'invalidCsr', SIGNATURE);
+      expectRefused(() => checkCsr(toPem(bytes)), 'invalidCsr', SIGNATURE);
+    },
+  );
 
   it.each(['rsa2048', 'p256'])('fail/tampered-subject (%s): one byte of the CN changed', (name) => {
     const bytes = Buffer.from(der(name));
@@ -411,7 +525,19 @@ describe('checkCsr refuses unusable requests with invalidCsr', () => {
   });
 
   it('fail/transplanted-signature: a genuine signature by the same key over another request', () => {
-    openssl('req', '-new', '-sha256', '-key', 'rsa2048.key', '-subj', '/CN=other.example.com', '-outform', 'DER', '-out', 'other.der');
+    openssl(
+      'req',
+      '-new',
+      '-sha256',
+      '-key',
+      'rsa2048.key',
+      '-subj',
+      '/CN=other.example.com',
+      '-outform',
+      'DER',
+      '-out',
+      'other.der',
+    );
     const mine = csrParts(der('rsa2048'));
     const other = csrParts(der('other'));
     expectRefused(() => checkCsr(seq(mine.cri, other.alg, other.sig)), 'invalidCsr', SIGNATURE);
@@ -421,10 +547,22 @@ describe('checkCsr refuses unusable requests with invalidCsr', () => {
     const { cri, sig } = csrParts(der('rsa2048'));
     const rsaWith = (alg: Buffer): Buffer => seq(cri, alg, sig);
     expectRefused(() => checkCsr(rsaWith(seq(oid('1.2.840.113549.1.1.12'), NULL))), 'invalidCsr', SIGNATURE);
-    expectRefused(() => checkCsr(rsaWith(seq(oid('1.2.840.10045.4.3.2')))), 'invalidCsr', /ecdsa-with-SHA256 does not match its RSA key/);
-    expectRefused(() => checkCsr(rsaWith(seq(oid('1.2.840.113549.1.1.4'), NULL))), 'invalidCsr', /md5WithRSAEncryption, which is not accepted/);
+    expectRefused(
+      () => checkCsr(rsaWith(seq(oid('1.2.840.10045.4.3.2')))),
+      'invalidCsr',
+      /ecdsa-with-SHA256 does not match its RSA key/,
+    );
+    expectRefused(
+      () => checkCsr(rsaWith(seq(oid('1.2.840.113549.1.1.4'), NULL))),
+      'invalidCsr',
+      /md5WithRSAEncryption, which is not accepted/,
+    );
     expectRefused(() => checkCsr(rsaWith(seq(oid('1.2.3.4')))), 'invalidCsr', /1\.2\.3\.4, which is not accepted/);
-    expectRefused(() => checkCsr(rsaWith(seq(oid('1.2.840.113549.1.1.11'), int(0n)))), 'invalidCsr', /could not be parsed/);
+    expectRefused(
+      () => checkCsr(rsaWith(seq(oid('1.2.840.113549.1.1.11'), int(0n)))),
+      'invalidCsr',
+      /could not be parsed/,
+    );
     // Without the NULL (tolerated): the signature still verifies.
     expect(checkCsr(rsaWith(seq(oid('1.2.840.113549.1.1.11')))).key.bits).toBe(2048);
   });
@@ -467,19 +605,71 @@ describe('checkPublicKey', () => {
     const bad: [string, () => Buffer, RegExp][] = [
       ['1024-bits', () => rsaSpki(randomModulus(1024)), /^RSA key of 1024 bits: at least 2048 are required/],
       ['2047-bits', () => rsaSpki(randomModulus(2047)), /^RSA key of 2047 bits: at least 2048/],
-      ['2052-bits', () => rsaSpki(randomModulus(2052)), /^RSA key of 2052 bits: the modulus length must be a multiple of 8/],
+      [
+        '2052-bits',
+        () => rsaSpki(randomModulus(2052)),
+        /^RSA key of 2052 bits: the modulus length must be a multiple of 8/,
+      ],
       ['8200-bits', () => rsaSpki(randomModulus(8200)), /^RSA key of 8200 bits: at most 8192 are accepted/],
-      ['exponent-3', () => rsaSpki(randomModulus(2048), 3n), /^RSA public exponent 3 is not allowed: it is below 65537; use 65537/],
-      ['exponent-1', () => rsaSpki(randomModulus(2048), 1n), /^RSA public exponent 1 is not allowed: it is below 65537/],
-      ['exponent-65535', () => rsaSpki(randomModulus(2048), 65535n), /^RSA public exponent 65535 is not allowed: it is below 65537/],
-      ['exponent-even', () => rsaSpki(randomModulus(2048), 65538n), /^RSA public exponent 65538 is not allowed: it is even/],
-      ['exponent-2^256+1', () => rsaSpki(randomModulus(2048), (1n << 256n) + 1n), /^RSA public exponent of 257 bits is not allowed: it exceeds 2\^256/],
-      ['exponent-2^64+1-with-4096-bits', () => rsaSpki(randomModulus(4096), (1n << 64n) + 1n), /^RSA public exponent of 65 bits is not supported with a 4096-bit modulus/],
-      ['exponent-huge', () => rsaSpki(randomModulus(2048), (1n << 2000n) + 1n), /^RSA public exponent of \d+ bits is not allowed: it exceeds 2\^256/],
-      ['params-absent', () => seq(seq(oid('1.2.840.113549.1.1.1')), bitString(seq(int(randomModulus(2048)), int(65537n)))), /parameters other than NULL/],
-      ['negative-modulus', () => seq(RSA_ALG, bitString(seq(tlv(0x02, Buffer.alloc(256, 0xff)), int(65537n)))), /^The RSA public key could not be parsed/],
-      ['non-minimal-modulus', () => seq(RSA_ALG, bitString(seq(tlv(0x02, Buffer.concat([Buffer.from([0, 0x7f]), randomBytes(255)])), int(65537n)))), /^The RSA public key could not be parsed/],
-      ['rsa-key-trailing-bytes', () => seq(RSA_ALG, bitString(Buffer.concat([seq(int(randomModulus(2048)), int(65537n)), Buffer.from([0])]))), /^The RSA public key could not be parsed/],
+      [
+        'exponent-3',
+        () => rsaSpki(randomModulus(2048), 3n),
+        /^RSA public exponent 3 is not allowed: it is below 65537; use 65537/,
+      ],
+      [
+        'exponent-1',
+        () => rsaSpki(randomModulus(2048), 1n),
+        /^RSA public exponent 1 is not allowed: it is below 65537/,
+      ],
+      [
+        'exponent-65535',
+        () => rsaSpki(randomModulus(2048), 65535n),
+        /^RSA public exponent 65535 is not allowed: it is below 65537/,
+      ],
+      [
+        'exponent-even',
+        () => rsaSpki(randomModulus(2048), 65538n),
+        /^RSA public exponent 65538 is not allowed: it is even/,
+      ],
+      [
+        'exponent-2^256+1',
+        () => rsaSpki(randomModulus(2048), (1n << 256n) + 1n),
+        /^RSA public exponent of 257 bits is not allowed: it exceeds 2\^256/,
+      ],
+      [
+        'exponent-2^64+1-with-4096-bits',
+        () => rsaSpki(randomModulus(4096), (1n << 64n) + 1n),
+        /^RSA public exponent of 65 bits is not supported with a 4096-bit modulus/,
+      ],
+      [
+        'exponent-huge',
+        () => rsaSpki(randomModulus(2048), (1n << 2000n) + 1n),
+        /^RSA public exponent of \d+ bits is not allowed: it exceeds 2\^256/,
+      ],
+      [
+        'params-absent',
+        () => seq(seq(oid('1.2.840.113549.1.1.1')), bitString(seq(int(randomModulus(2048)), int(65537n)))),
+        /parameters other than NULL/,
+      ],
+      [
+        'negative-modulus',
+        () => seq(RSA_ALG, bitString(seq(tlv(0x02, Buffer.alloc(256, 0xff)), int(65537n)))),
+        /^The RSA public key could not be parsed/,
+      ],
+      [
+        'non-minimal-modulus',
+        () =>
+          seq(
+            RSA_ALG,
+            bitString(seq(tlv(0x02, Buffer.concat([Buffer.from([0, 0x7f]), randomBytes(255)])), int(65537n))),
+          ),
+        /^The RSA public key could not be parsed/,
+      ],
+      [
+        'rsa-key-trailing-bytes',
+        () => seq(RSA_ALG, bitString(Buffer.concat([seq(int(randomModulus(2048)), int(65537n)), Buffer.from([0])]))),
+        /^The RSA public key could not be parsed/,
+      ],
     ];
     it.each(bad)('bad/%s', (_id, spki, message) => {
       expectRefused(() => checkPublicKey(spki()), 'badKey', message);
@@ -503,7 +693,11 @@ describe('checkPublicKey', () => {
     });
 
     it('bad/even-modulus: small factor 2', () => {
-      expectRefused(() => checkPublicKey(rsaSpki(randomModulus(2048) - 1n)), 'badKey', /^RSA modulus has a small factor \(2\)/);
+      expectRefused(
+        () => checkPublicKey(rsaSpki(randomModulus(2048) - 1n)),
+        'badKey',
+        /^RSA modulus has a small factor \(2\)/,
+      );
     });
 
     it('bad/small-factor-997 (the largest prime below 1000), ok/factor-1009 (the smallest above)', () => {
@@ -522,7 +716,11 @@ describe('checkPublicKey', () => {
       const last = fermatModulus(p, 99);
       expect(last.rounds).toBe(99n);
       expect(bitLength(last.n)).toBe(2048);
-      expectRefused(() => checkPublicKey(rsaSpki(last.n)), 'badKey', /^RSA key is factorable \(Fermat\): its primes are too close/);
+      expectRefused(
+        () => checkPublicKey(rsaSpki(last.n)),
+        'badKey',
+        /^RSA key is factorable \(Fermat\): its primes are too close/,
+      );
       const beyond = fermatModulus(p, 100);
       expect(beyond.rounds).toBe(100n);
       expect(checkPublicKey(rsaSpki(beyond.n)).bits).toBe(2048);
@@ -540,22 +738,82 @@ describe('checkPublicKey', () => {
       return Buffer.from(spki.subarray(spki.length - 65));
     };
     const bad: [string, () => Uint8Array, RegExp][] = [
-      ['point-off-curve', () => { const q = p256Point(); q[64]! ^= 1; return ecSpki(P256, q); }, /^ECDSA P-256 public key is not a valid point on the curve/],
-      ['point-x-not-below-p', () => { const q = p256Point(); q.fill(0xff, 1, 33); return ecSpki(P256, q); }, /not a valid point/],
+      [
+        'point-off-curve',
+        () => {
+          const q = p256Point();
+          q[64]! ^= 1;
+          return ecSpki(P256, q);
+        },
+        /^ECDSA P-256 public key is not a valid point on the curve/,
+      ],
+      [
+        'point-x-not-below-p',
+        () => {
+          const q = p256Point();
+          q.fill(0xff, 1, 33);
+          return ecSpki(P256, q);
+        },
+        /not a valid point/,
+      ],
       ['point-at-infinity', () => ecSpki(P256, Buffer.from([0])), /not a valid point/],
-      ['point-hybrid-form', () => { const q = p256Point(); q[0] = 6; return ecSpki(P256, q); }, /not a valid point/],
+      [
+        'point-hybrid-form',
+        () => {
+          const q = p256Point();
+          q[0] = 6;
+          return ecSpki(P256, q);
+        },
+        /not a valid point/,
+      ],
       ['point-too-short', () => ecSpki(P256, p256Point().subarray(0, 64)), /not a valid point/],
-      ['point-of-p256-labelled-p384', () => ecSpki('1.3.132.0.34', p256Point()), /^ECDSA P-384 public key is not a valid point/],
+      [
+        'point-of-p256-labelled-p384',
+        () => ecSpki('1.3.132.0.34', p256Point()),
+        /^ECDSA P-384 public key is not a valid point/,
+      ],
       ['curve-unknown', () => ecSpki('1.2.3.4.5', p256Point()), /^ECDSA key on curve 1\.2\.3\.4\.5 is not certified/],
-      ['curve-implicit-null', () => seq(seq(oid('1.2.840.10045.2.1'), NULL), bitString(p256Point())), /explicit or implicit curve parameters/],
-      ['curve-absent', () => seq(seq(oid('1.2.840.10045.2.1')), bitString(p256Point())), /explicit or implicit curve parameters/],
-      ['x25519', () => generateKeyPairSync('x25519').publicKey.export({ type: 'spki', format: 'der' }), /^Key type X25519 is not certified/],
-      ['ed25519', () => generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'der' }), /^Key type Ed25519 is not certified/],
-      ['unknown-algorithm', () => seq(seq(oid('1.2.3.4')), bitString(Buffer.from('key'))), /^Key type with OID 1\.2\.3\.4 is not certified; use RSA/],
+      [
+        'curve-implicit-null',
+        () => seq(seq(oid('1.2.840.10045.2.1'), NULL), bitString(p256Point())),
+        /explicit or implicit curve parameters/,
+      ],
+      [
+        'curve-absent',
+        () => seq(seq(oid('1.2.840.10045.2.1')), bitString(p256Point())),
+        /explicit or implicit curve parameters/,
+      ],
+      [
+        'x25519',
+        () => generateKeyPairSync('x25519').publicKey.export({ type: 'spki', format: 'der' }),
+        /^Key type X25519 is not certified/,
+      ],
+      [
+        'ed25519',
+        () => generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'der' }),
+        /^Key type Ed25519 is not certified/,
+      ],
+      [
+        'unknown-algorithm',
+        () => seq(seq(oid('1.2.3.4')), bitString(Buffer.from('key'))),
+        /^Key type with OID 1\.2\.3\.4 is not certified; use RSA/,
+      ],
       ['empty', () => new Uint8Array(0), /^The public key could not be parsed/],
       ['garbage', () => randomBytes(91), /^The public key could not be parsed/],
-      ['trailing-byte', () => Buffer.concat([spkiOf(der('p256')), Buffer.from([0])]), /^The public key could not be parsed/],
-      ['bit-string-unused-bits', () => { const s = Buffer.from(spkiOf(der('p256'))); s[s.length - 66] = 1; return s; }, /^The public key could not be parsed/],
+      [
+        'trailing-byte',
+        () => Buffer.concat([spkiOf(der('p256')), Buffer.from([0])]),
+        /^The public key could not be parsed/,
+      ],
+      [
+        'bit-string-unused-bits',
+        () => {
+          const s = Buffer.from(spkiOf(der('p256')));
+          s[s.length - 66] = 1;
+          return s;
+        },
+        /^The public key could not be parsed/,
+      ],
       ['not-a-buffer', () => 'spki' as unknown as Uint8Array, /^The public key could not be parsed/],
     ];
     it.each(bad)('bad/%s', (_id, spki, message) => {

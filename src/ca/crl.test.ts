@@ -39,7 +39,12 @@ function writeCrl(name: string, der: Uint8Array): string {
 
 describe('buildCrl', () => {
   const cases = [
-    { label: 'RSA intermediate', ca: () => inter, prefix: 'int', chain: ['-CAfile', 'root.pem', '-untrusted', 'int.pem'] },
+    {
+      label: 'RSA intermediate',
+      ca: () => inter,
+      prefix: 'int',
+      chain: ['-CAfile', 'root.pem', '-untrusted', 'int.pem'],
+    },
     { label: 'ECDSA root', ca: () => root, prefix: 'root', chain: ['-CAfile', 'root.pem'] },
   ];
 
@@ -68,9 +73,17 @@ describe('buildCrl', () => {
       expect(text).toMatch(/X509v3 CRL Number:\s*\n\s*42\n/);
       const skiHex = Buffer.from(c.ski).toString('hex').toUpperCase().match(/../g)!.join(':');
       expect(text).toMatch(new RegExp(`X509v3 Authority Key Identifier:\\s*\\n\\s*(keyid:)?${skiHex}`));
-      expect(text).toMatch(new RegExp(`Serial Number: ${(base + 1).toString(16).toUpperCase()}\\s*\\n\\s*Revocation Date: .*\\n\\s*CRL entry extensions:\\s*\\n\\s*X509v3 CRL Reason Code:\\s*\\n\\s*Key Compromise`));
-      expect(text).toMatch(/Serial Number: C0FFEE00000000000000000000000001\s*\n\s*Revocation Date: .*\n\s*Serial Number: 77/);
-      expect(text).toMatch(/Serial Number: 77\s*\n\s*Revocation Date: .*\n\s*CRL entry extensions:\s*\n\s*X509v3 CRL Reason Code:\s*\n\s*Superseded/);
+      expect(text).toMatch(
+        new RegExp(
+          `Serial Number: ${(base + 1).toString(16).toUpperCase()}\\s*\\n\\s*Revocation Date: .*\\n\\s*CRL entry extensions:\\s*\\n\\s*X509v3 CRL Reason Code:\\s*\\n\\s*Key Compromise`,
+        ),
+      );
+      expect(text).toMatch(
+        /Serial Number: C0FFEE00000000000000000000000001\s*\n\s*Revocation Date: .*\n\s*Serial Number: 77/,
+      );
+      expect(text).toMatch(
+        /Serial Number: 77\s*\n\s*Revocation Date: .*\n\s*CRL entry extensions:\s*\n\s*X509v3 CRL Reason Code:\s*\n\s*Superseded/,
+      );
       expect(text).toMatch(/Serial Number: 0ABC\s*\n\s*Revocation Date: [^\n]*\n?\s*Signature Algorithm/);
 
       const revoked = run('verify', '-crl_check', ...chain, '-CRLfile', `${prefix}.crl.pem`, `${prefix}-revoked.pem`);
@@ -89,7 +102,14 @@ describe('buildCrl', () => {
 
   it('omits revokedCertificates when empty, and openssl accepts it', () => {
     const der = buildCrl(
-      { issuer: inter.name, authorityKeyId: inter.ski, number: 1n, thisUpdate: now - 60, nextUpdate: now + 3600, entries: [] },
+      {
+        issuer: inter.name,
+        authorityKeyId: inter.ski,
+        number: 1n,
+        thisUpdate: now - 60,
+        nextUpdate: now + 3600,
+        entries: [],
+      },
       inter.signer,
     );
     const tbs = children(der, children(der, readTlv(der, 0))[0]!);
@@ -97,15 +117,31 @@ describe('buildCrl', () => {
     expect(tbs.map((t) => t.tag)).toEqual([0x02, 0x30, 0x30, 0x17, 0x17, 0xa0]);
     writeCrl('empty', der);
     expect(run('crl', '-inform', 'DER', '-in', 'empty.crl', '-CAfile', 'int.pem', '-noout').out).toContain('verify OK');
-    expect(openssl('crl', '-inform', 'DER', '-in', 'empty.crl', '-noout', '-text')).toContain('No Revoked Certificates');
-    const good = run('verify', '-crl_check', '-CAfile', 'root.pem', '-untrusted', 'int.pem', '-CRLfile', 'empty.crl.pem', 'int-revoked.pem');
+    expect(openssl('crl', '-inform', 'DER', '-in', 'empty.crl', '-noout', '-text')).toContain(
+      'No Revoked Certificates',
+    );
+    const good = run(
+      'verify',
+      '-crl_check',
+      '-CAfile',
+      'root.pem',
+      '-untrusted',
+      'int.pem',
+      '-CRLfile',
+      'empty.crl.pem',
+      'int-revoked.pem',
+    );
     expect(good.out).toContain('int-revoked.pem: OK');
   });
 
   it('encodes the structure of RFC 5280 §5.1 exactly', () => {
     const der = buildCrl(
       {
-        issuer: root.name, authorityKeyId: root.ski, number: 2n ** 100n, thisUpdate: now, nextUpdate: now + 10,
+        issuer: root.name,
+        authorityKeyId: root.ski,
+        number: 2n ** 100n,
+        thisUpdate: now,
+        nextUpdate: now + 10,
         entries: [{ serial: hex('000080'), revokedAt: 2_600_000_000, reason: 9 }],
       },
       root.signer,
@@ -136,7 +172,11 @@ describe('buildCrl', () => {
 
   it('rejects reason 7 and 8, and other invalid input', () => {
     const input = (reason: number | null) => ({
-      issuer: root.name, authorityKeyId: root.ski, number: 1, thisUpdate: now, nextUpdate: now + 10,
+      issuer: root.name,
+      authorityKeyId: root.ski,
+      number: 1,
+      thisUpdate: now,
+      nextUpdate: now + 10,
       entries: [{ serial: hex('01'), revokedAt: now, reason }],
     });
     for (const ok of [null, 0, 1, 2, 3, 4, 5, 6, 9, 10]) expect(() => buildCrl(input(ok), root.signer)).not.toThrow();
@@ -154,7 +194,14 @@ describe('buildCrl', () => {
     }
     const started = performance.now();
     const der = buildCrl(
-      { issuer: inter.name, authorityKeyId: inter.ski, number: 7, thisUpdate: now - 60, nextUpdate: now + 3600, entries },
+      {
+        issuer: inter.name,
+        authorityKeyId: inter.ski,
+        number: 7,
+        thisUpdate: now - 60,
+        nextUpdate: now + 3600,
+        entries,
+      },
       inter.signer,
     );
     const ms = performance.now() - started;

@@ -83,17 +83,15 @@ export function buildCrl(input: CrlInput, signer: Signer): Uint8Array {
   let entriesLength = 0;
   for (const e of input.entries) {
     const ext = entryExtensions(e.reason);
-    const entry = ext === null ? seq(uintBytes(e.serial), time(e.revokedAt)) : seq(uintBytes(e.serial), time(e.revokedAt), ext);
+    const entry =
+      ext === null ? seq(uintBytes(e.serial), time(e.revokedAt)) : seq(uintBytes(e.serial), time(e.revokedAt), ext);
     entries.push(entry);
     entriesLength += entry.length;
   }
 
   const extensions = explicit(
     0,
-    seq(
-      seq(AKI, octets(seq(implicitPrimitive(0, input.authorityKeyId)))),
-      seq(CRL_NUMBER, octets(number)),
-    ),
+    seq(seq(AKI, octets(seq(implicitPrimitive(0, input.authorityKeyId)))), seq(CRL_NUMBER, octets(number))),
   );
   const tbsParts = [V2, signer.algorithm, input.issuer, time(input.thisUpdate), time(input.nextUpdate)];
   // RFC 5280 §5.1.2.6: absent, not an empty SEQUENCE, when nothing is revoked.

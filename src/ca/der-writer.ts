@@ -92,9 +92,44 @@ export function oid(dotted: string): Der {
   return encoded;
 }
 
-export const utf8 = (text: string): Der => tlv(0x0c, Buffer.from(text, 'utf8'));
-export const printable = (text: string): Der => tlv(0x13, Buffer.from(text, 'latin1'));
-export const ia5 = (text: string): Der => tlv(0x16, Buffer.from(text, 'latin1'));
+/** PrintableString's alphabet (X.680 §41.4): letters, digits, space and ' ( ) + , - . / : = ? */
+const PRINTABLE_STRING = /^[A-Za-z0-9 '()+,\-./:=?]*$/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether `text` fits a PrintableString. */
+export const isPrintableString = (text: string): boolean => PRINTABLE_STRING.test(text);
+/** Whether `text` fits an IA5String (ASCII, X.680 §41.4). */
+export const isIa5String = (text: string): boolean => /^[^\u0080-\uffff]*$/.test(text);
+/** Whether `text` has a UTF-8 encoding (no lone surrogate, which Buffer would silently turn into U+FFFD). */
+export const isWellFormedUnicode = (text: string): boolean => !LONE_SURROGATE.test(text);
+
+// The string constructors refuse what their type cannot hold rather than write malformed bytes.
+// Lint (lint.ts) refuses such values with a clear message before anything is encoded: a
+// RangeError from here means a value reached the encoder unchecked.
+
+/** A UTF8String. Throws RangeError for text with a lone surrogate. */
+export function utf8(text: string): Der {
+  if (!isWellFormedUnicode(text)) throw new RangeError('UTF8String: the text has a lone surrogate');
+  return tlv(0x0c, Buffer.from(text, 'utf8'));
+}
+
+/** A PrintableString. Throws RangeError for a character outside its alphabet. */
+export function printable(text: string): Der {
+  if (!isPrintableString(text))
+    throw new RangeError(
+      `PrintableString: ${JSON.stringify(text)} has characters outside A-Z a-z 0-9 space ' ( ) + , - . / : = ?`,
+    );
+  return tlv(0x13, Buffer.from(text, 'latin1'));
+}
+
+/** The contents of an IA5String (also of the IA5 GeneralNames: rfc822Name, dNSName, URI). Throws RangeError for non-ASCII text. */
+export function ia5Bytes(text: string): Uint8Array {
+  if (!isIa5String(text)) throw new RangeError(`IA5String: ${JSON.stringify(text)} has characters outside ASCII`);
+  return Buffer.from(text, 'latin1');
+}
+
+/** An IA5String. Throws RangeError for non-ASCII text. */
+export const ia5 = (text: string): Der => tlv(0x16, ia5Bytes(text));
 export const octets = (bytes: Uint8Array): Der => tlv(0x04, bytes);
 
 /** A BIT STRING with no unused bits (signatures, keys, DER-encoded contents). */

@@ -2,14 +2,18 @@
  * Group commit: items added while a write is in flight (or in the same tick) are written together
  * by one call of `write`, and every `add` resolves when its item is durable. Under load the CA's
  * two audit events and the certificate record cost one statement per batch instead of three per
- * certificate; alone, an item waits only for the next tick.
+ * certificate; alone, an item waits only for the next tick. `write` may refuse single items
+ * (returning an error at an item's index) while the rest of the batch is written: that `add` rejects.
  */
 export class GroupCommit<T> {
   private pending: { item: T; resolve: () => void; reject: (e: unknown) => void }[] = [];
   private running: Promise<void> | undefined;
   private scheduled = false;
 
-  constructor(private readonly write: (items: T[]) => Promise<void>, private readonly maxBatch = 500) {}
+  constructor(
+    private readonly write: (items: T[]) => Promise<void | readonly (Error | undefined)[]>,
+    private readonly maxBatch = 500,
+  ) {}
 
   add(item: T): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -38,12 +42,19 @@ export class GroupCommit<T> {
   private flush(): void {
     if (this.running !== undefined || this.pending.length === 0) return;
     const batch = this.pending.splice(0, this.maxBatch);
-    this.running = this.write(batch.map((b) => b.item)).then(
-      () => batch.forEach((b) => b.resolve()),
-      (e: unknown) => batch.forEach((b) => b.reject(e)),
-    ).finally(() => {
-      this.running = undefined;
-      if (this.pending.length > 0) this.schedule();
-    });
+    this.running = this.write(batch.map((b) => b.item))
+      .then(
+        (refused) =>
+          batch.forEach((b, i) => {
+            const error = refused?.[i];
+            if (error === undefined) b.resolve();
+            else b.reject(error);
+          }),
+        (e: unknown) => batch.forEach((b) => b.reject(e)),
+      )
+      .finally(() => {
+        this.running = undefined;
+        if (this.pending.length > 0) this.schedule();
+      });
   }
 }

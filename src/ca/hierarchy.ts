@@ -1,8 +1,19 @@
 import type { SignatureHashAlgorithm } from '../core/index.js';
 import type { CaKey, CaKeyAlgorithm, SignatureHash } from './keys.js';
 import {
-  KU, OID, authorityInfoAccess, authorityKeyIdentifier, basicConstraints, certificatePolicies, crlDistributionPoints, extKeyUsage, keyUsage,
-  signed, subjectKeyIdentifier, tbsCertificate, type NameAttribute,
+  KU,
+  OID,
+  authorityInfoAccess,
+  authorityKeyIdentifier,
+  basicConstraints,
+  certificatePolicies,
+  crlDistributionPoints,
+  extKeyUsage,
+  keyUsage,
+  signed,
+  subjectKeyIdentifier,
+  tbsCertificate,
+  type NameAttribute,
 } from './x509.js';
 
 /** What the CA needs to know of a catalog brand. */
@@ -16,7 +27,16 @@ export interface BrandHierarchy {
   readonly smime: boolean;
 }
 
-export type CaRole = 'rsa-root' | 'ecc-root' | 'legacy-root' | 'rsa-int' | 'ecc-int' | 'ecc-int-x' | 'rsa-int-legacy' | 'codesign-int' | 'smime-int';
+export type CaRole =
+  | 'rsa-root'
+  | 'ecc-root'
+  | 'legacy-root'
+  | 'rsa-int'
+  | 'ecc-int'
+  | 'ecc-int-x'
+  | 'rsa-int-legacy'
+  | 'codesign-int'
+  | 'smime-int';
 
 /** One CA certificate of a brand's hierarchy, in creation order (parents first). */
 export interface CaSpec {
@@ -40,32 +60,122 @@ export interface CaSpec {
  * intermediate under it where the brand offers SHA2-256, and dedicated code signing and S/MIME
  * intermediates where the brand sells them (a TLS CA carries serverAuth only).
  */
-export function hierarchySpecs(brand: BrandHierarchy, o: { rsaRootBits?: number; rsaIntermediateBits?: number } = {}): CaSpec[] {
+export function hierarchySpecs(
+  brand: BrandHierarchy,
+  o: { rsaRootBits?: number; rsaIntermediateBits?: number } = {},
+): CaSpec[] {
   const rootRsa: CaKeyAlgorithm = { type: 'rsa', bits: o.rsaRootBits ?? 4096 };
   const intRsa: CaKeyAlgorithm = { type: 'rsa', bits: o.rsaIntermediateBits ?? 2048 };
   const ecRoot: CaKeyAlgorithm = { type: 'ecdsa', curve: 'P-384' };
   const ecInt: CaKeyAlgorithm = { type: 'ecdsa', curve: 'P-256' };
-  const subject = (cn: string): NameAttribute[] => [{ type: OID.organization, value: brand.name }, { type: OID.commonName, value: `${brand.name} ${cn}` }];
+  const subject = (cn: string): NameAttribute[] => [
+    { type: OID.organization, value: brand.name },
+    { type: OID.commonName, value: `${brand.name} ${cn}` },
+  ];
   const specs: CaSpec[] = [
-    { role: 'rsa-root', keyRole: 'rsa-root', parentRole: null, algorithm: rootRsa, hash: 'sha256', subject: subject('RSA Root R1'), years: 25 },
-    { role: 'ecc-root', keyRole: 'ecc-root', parentRole: null, algorithm: ecRoot, hash: 'sha384', subject: subject('ECC Root E1'), years: 25 },
-    { role: 'rsa-int', keyRole: 'rsa-int', parentRole: 'rsa-root', algorithm: intRsa, hash: 'sha256', subject: subject('RSA TLS CA 1'), years: 5, pathLen: 0, extKeyUsage: [OID.serverAuth] },
-    { role: 'ecc-int', keyRole: 'ecc-int', parentRole: 'ecc-root', algorithm: ecInt, hash: 'sha384', subject: subject('ECC TLS CA 1'), years: 5, pathLen: 0, extKeyUsage: [OID.serverAuth] },
+    {
+      role: 'rsa-root',
+      keyRole: 'rsa-root',
+      parentRole: null,
+      algorithm: rootRsa,
+      hash: 'sha256',
+      subject: subject('RSA Root R1'),
+      years: 25,
+    },
+    {
+      role: 'ecc-root',
+      keyRole: 'ecc-root',
+      parentRole: null,
+      algorithm: ecRoot,
+      hash: 'sha384',
+      subject: subject('ECC Root E1'),
+      years: 25,
+    },
+    {
+      role: 'rsa-int',
+      keyRole: 'rsa-int',
+      parentRole: 'rsa-root',
+      algorithm: intRsa,
+      hash: 'sha256',
+      subject: subject('RSA TLS CA 1'),
+      years: 5,
+      pathLen: 0,
+      extKeyUsage: [OID.serverAuth],
+    },
+    {
+      role: 'ecc-int',
+      keyRole: 'ecc-int',
+      parentRole: 'ecc-root',
+      algorithm: ecInt,
+      hash: 'sha384',
+      subject: subject('ECC TLS CA 1'),
+      years: 5,
+      pathLen: 0,
+      extKeyUsage: [OID.serverAuth],
+    },
     // Same subject and key as ecc-int, signed by the RSA root: the ECC-HYBRID chain.
-    { role: 'ecc-int-x', keyRole: 'ecc-int', parentRole: 'rsa-root', algorithm: ecInt, hash: 'sha256', subject: subject('ECC TLS CA 1'), years: 5, pathLen: 0, extKeyUsage: [OID.serverAuth] },
+    {
+      role: 'ecc-int-x',
+      keyRole: 'ecc-int',
+      parentRole: 'rsa-root',
+      algorithm: ecInt,
+      hash: 'sha256',
+      subject: subject('ECC TLS CA 1'),
+      years: 5,
+      pathLen: 0,
+      extKeyUsage: [OID.serverAuth],
+    },
   ];
   if (brand.signatureHashAlgorithms.includes('SHA2-256')) {
     // A SHA-1 self-signature on the root only: old devices trust it, and nobody verifies a root's own signature.
     specs.push(
-      { role: 'legacy-root', keyRole: 'legacy-root', parentRole: null, algorithm: { type: 'rsa', bits: o.rsaIntermediateBits ?? 2048 }, hash: 'sha1', subject: subject('Legacy Root'), years: 20 },
-      { role: 'rsa-int-legacy', keyRole: 'rsa-int', parentRole: 'legacy-root', algorithm: intRsa, hash: 'sha256', subject: subject('RSA TLS CA 1'), years: 5, pathLen: 0, extKeyUsage: [OID.serverAuth] },
+      {
+        role: 'legacy-root',
+        keyRole: 'legacy-root',
+        parentRole: null,
+        algorithm: { type: 'rsa', bits: o.rsaIntermediateBits ?? 2048 },
+        hash: 'sha1',
+        subject: subject('Legacy Root'),
+        years: 20,
+      },
+      {
+        role: 'rsa-int-legacy',
+        keyRole: 'rsa-int',
+        parentRole: 'legacy-root',
+        algorithm: intRsa,
+        hash: 'sha256',
+        subject: subject('RSA TLS CA 1'),
+        years: 5,
+        pathLen: 0,
+        extKeyUsage: [OID.serverAuth],
+      },
     );
   }
   if (brand.codeSigning) {
-    specs.push({ role: 'codesign-int', keyRole: 'codesign-int', parentRole: 'rsa-root', algorithm: intRsa, hash: 'sha256', subject: subject('Code Signing CA 1'), years: 5, pathLen: 0, extKeyUsage: [OID.codeSigning] });
+    specs.push({
+      role: 'codesign-int',
+      keyRole: 'codesign-int',
+      parentRole: 'rsa-root',
+      algorithm: intRsa,
+      hash: 'sha256',
+      subject: subject('Code Signing CA 1'),
+      years: 5,
+      pathLen: 0,
+      extKeyUsage: [OID.codeSigning],
+    });
   }
   if (brand.smime) {
-    specs.push({ role: 'smime-int', keyRole: 'smime-int', parentRole: 'rsa-root', algorithm: intRsa, hash: 'sha256', subject: subject('S/MIME CA 1'), years: 5, pathLen: 0, extKeyUsage: [OID.emailProtection] });
+    specs.push({
+      role: 'smime-int',
+      keyRole: 'smime-int',
+      parentRole: 'rsa-root',
+      algorithm: intRsa,
+      hash: 'sha256',
+      subject: subject('S/MIME CA 1'),
+      years: 5,
+      pathLen: 0,
+      extKeyUsage: [OID.emailProtection],
+    });
   }
   return specs;
 }
@@ -75,24 +185,45 @@ export function hierarchySpecs(brand: BrandHierarchy, o: { rsaRootBits?: number;
  * caIssuers links of the parent. Intermediates get pathLen 0, digitalSignature (they sign OCSP
  * responses themselves), the anyPolicy OID and their EKU.
  */
-export function signCaCertificate(spec: CaSpec, c: {
-  serial: Uint8Array; subject: Uint8Array; notBefore: number; notAfter: number; key: CaKey;
-  parent?: { subject: Uint8Array; key: CaKey; links: { crl: string; caIssuers: string } };
-}): Uint8Array {
+export function signCaCertificate(
+  spec: CaSpec,
+  c: {
+    serial: Uint8Array;
+    subject: Uint8Array;
+    notBefore: number;
+    notAfter: number;
+    key: CaKey;
+    parent?: { subject: Uint8Array; key: CaKey; links: { crl: string; caIssuers: string } };
+  },
+): Uint8Array {
   const parent = c.parent;
   const signerKey = parent?.key ?? c.key;
   const extensions = [
     basicConstraints(true, spec.pathLen),
-    keyUsage(spec.pathLen === undefined ? [KU.keyCertSign, KU.cRLSign] : [KU.digitalSignature, KU.keyCertSign, KU.cRLSign]),
+    keyUsage(
+      spec.pathLen === undefined ? [KU.keyCertSign, KU.cRLSign] : [KU.digitalSignature, KU.keyCertSign, KU.cRLSign],
+    ),
     subjectKeyIdentifier(c.key.keyId),
     ...(parent === undefined ? [] : [authorityKeyIdentifier(parent.key.keyId)]),
     ...(spec.extKeyUsage === undefined ? [] : [extKeyUsage(spec.extKeyUsage)]),
-    ...(parent === undefined ? [] : [certificatePolicies(['2.5.29.32.0']), crlDistributionPoints(parent.links.crl), authorityInfoAccess(null, parent.links.caIssuers)]),
+    ...(parent === undefined
+      ? []
+      : [
+          certificatePolicies(['2.5.29.32.0']),
+          crlDistributionPoints(parent.links.crl),
+          authorityInfoAccess(null, parent.links.caIssuers),
+        ]),
   ];
   const signer = signerKey.signer(spec.hash);
   const tbs = tbsCertificate({
-    serial: c.serial, signatureAlgorithm: signer.algorithm, issuer: parent?.subject ?? c.subject,
-    notBefore: c.notBefore, notAfter: c.notAfter, subject: c.subject, spki: c.key.spki, extensions,
+    serial: c.serial,
+    signatureAlgorithm: signer.algorithm,
+    issuer: parent?.subject ?? c.subject,
+    notBefore: c.notBefore,
+    notAfter: c.notAfter,
+    subject: c.subject,
+    spki: c.key.spki,
+    extensions,
   });
   return signed(tbs, signer);
 }

@@ -4,4 +4,6 @@ export * from './checks.js';
 export * from './hierarchy.js';
 export * from './issuer.js';
 export * from './keys.js';
+export * from './key-pairs.js';
 export * from './profiles.js';
+export * from './issuance-claim.js';

@@ -1,4 +1,10 @@
-import type { CustomerId, ProductType, SignatureHashAlgorithm, ValidationLevel } from '../core/index.js';
+import {
+  CertdeskError,
+  type CustomerId,
+  type ProductType,
+  type SignatureHashAlgorithm,
+  type ValidationLevel,
+} from '../core/index.js';
 import type { CheckedCsr } from './checks.js';
 import type { OrganizationSubject } from './profiles.js';
 
@@ -6,7 +12,12 @@ import type { OrganizationSubject } from './profiles.js';
 export interface IssueRequest {
   /** The subscriber's request, checked by `checkCsr` (signature, key strength). */
   readonly csr: CheckedCsr;
-  readonly product: { readonly code: string; readonly brand: string; readonly type: ProductType; readonly validationLevel: ValidationLevel | null };
+  readonly product: {
+    readonly code: string;
+    readonly brand: string;
+    readonly type: ProductType;
+    readonly validationLevel: ValidationLevel | null;
+  };
   /** Picks the chain (spec 2.9); SHA256-FULL-CHAIN when absent. */
   readonly signatureHashAlgorithm?: SignatureHashAlgorithm;
   /** TLS: the DNS names (subjectAltName); the commonName defaults to the first. */
@@ -22,6 +33,12 @@ export interface IssueRequest {
   readonly customerId?: CustomerId;
   /** Who asked, for the audit log (`user:…`, `operator`, `system`). */
   readonly actor?: string;
+  /**
+   * The order's issuance claim this signing is made under (the RA's, see `OrderFlow.issue`). The
+   * certificate is recorded against the order only if the claim is still held when it is written;
+   * otherwise it is recorded revoked (superseded) and `IssuanceClaimLost` is thrown.
+   */
+  readonly issuanceClaim?: string;
 }
 
 /** A signed leaf in the shapes `Fulfillment` wants (DESIGN §5.7). */
@@ -50,30 +67,90 @@ export interface ChainInfo {
   readonly chainIds: readonly string[];
 }
 
+/**
+ * What a revocation request recorded. `change` says what this call did: `revoked` (first
+ * revocation), `escalated` (an earlier revocation's reason raised to keyCompromise, its time
+ * kept) or `none` (it was revoked already and the request would not raise the reason: nothing
+ * was written). `revokedAt` and `reason` are the recorded ones after the call (reason null =
+ * unspecified, no reasonCode).
+ */
 export interface RevocationResult {
   readonly serial: string;
   readonly revokedAt: number;
   readonly reason: number | null;
-  /** True when it had been revoked before (the first time and reason stand). */
+  /** True when it had been revoked before this call (by an earlier or a concurrent one). */
   readonly alreadyRevoked: boolean;
+  readonly change: 'revoked' | 'escalated' | 'none';
+  /** The reason an escalation replaced (null = unspecified); absent unless `change` is `escalated`. */
+  readonly previousReason?: number | null;
 }
 
 /** RFC 5280 §5.3.1 CRLReason codes by name (7 is unused; CA-only reasons are not offered). */
 export const REVOCATION_REASONS = {
-  unspecified: 0, keyCompromise: 1, affiliationChanged: 3, superseded: 4, cessationOfOperation: 5, certificateHold: 6, privilegeWithdrawn: 9,
+  unspecified: 0,
+  keyCompromise: 1,
+  affiliationChanged: 3,
+  superseded: 4,
+  cessationOfOperation: 5,
+  certificateHold: 6,
+  privilegeWithdrawn: 9,
 } as const;
 export type RevocationReasonName = keyof typeof REVOCATION_REASONS;
 
+/** The RFC 5280 code of a reason name; throws invalidInput (field RevokeReason) for any other name. */
+export function revocationReasonCode(reasonName: string): number {
+  const reason = REVOCATION_REASONS[reasonName as keyof typeof REVOCATION_REASONS];
+  if (reason === undefined) {
+    throw new CertdeskError(
+      'invalidInput',
+      `unknown revocation reason ${reasonName} (one of ${Object.keys(REVOCATION_REASONS).join(', ')})`,
+      {
+        field: 'RevokeReason',
+      },
+    );
+  }
+  return reason;
+}
+
+/** The name of a recorded reason code (null, no reasonCode, is `unspecified`). */
+export function revocationReasonName(code: number | null): string {
+  const found = Object.entries(REVOCATION_REASONS).find(([, c]) => c === (code ?? 0));
+  return found === undefined ? `reason ${code}` : found[0];
+}
+
 /**
- * A certificate authority as the RA uses it. Small on purpose: an upstream ACME CA implements the
- * same calls (issue = finalize + download, revoke = revokeCert; its CRL and OCSP are its own).
+ * What every certificate authority can do, the built-in one and an upstream ACME CA alike
+ * (issue = finalize + download, revoke = revokeCert). Small on purpose; whatever only some
+ * issuers offer is an optional capability (`IssuerCapabilities`) that the RA asks for, after
+ * step-ca's `cas/apiv1/services.go`.
  */
 export interface Issuer {
+  /**
+   * Signs what the RA validated. With `issuanceClaim`, an issuer that records its certificates
+   * (`recordsCertificates`) records this one only while the claim is held, else throws
+   * `IssuanceClaimLost`; any other issuer's certificate is recorded by the RA under the same rule.
+   */
   issue(request: IssueRequest): Promise<IssuedCertificate>;
+  /**
+   * Revokes a certificate, or raises an earlier revocation's reason to keyCompromise. A repeat
+   * that would not raise the reason changes nothing and resolves with `change: 'none'`, so
+   * callers that only need the certificate revoked can repeat it safely.
+   */
   revoke(serial: string, reason: string, options?: { actor?: string; at?: number }): Promise<RevocationResult>;
-  chain(brand: string, signatureHashAlgorithm: SignatureHashAlgorithm, type?: ProductType): ChainInfo;
-  /** The current CRL of an issuing CA (DER); undefined when this issuer does not run it. */
-  crl(issuerId: string): Promise<Uint8Array | undefined>;
-  /** An OCSP response (DER) for an OCSP request (DER). */
-  ocsp(request: Uint8Array): Promise<Uint8Array>;
 }
+
+/** The capabilities an issuer may add to `Issuer`; the RA uses each only where it is offered. */
+export interface IssuerCapabilities {
+  /**
+   * The issuer records every certificate it signs (the built-in CA: its CRL and OCSP answers read
+   * those records) before answering. Without it the RA records what `issue` returns.
+   */
+  readonly recordsCertificates?: true;
+  /** A certificate it issued in the shapes of `issue` again (it does not store the chain per leaf). */
+  fulfillment?(serial: string): Promise<IssuedCertificate | undefined>;
+  /** Its CA certificates marked distrusted (DESIGN §5.8), with the phase dates. */
+  distrustMarks?(): Map<string, { phase1: number | null; phase2: number | null }>;
+}
+
+/** An issuer as the RA holds it: the core calls and whichever capabilities it offers. */
+export type IssuerWithCapabilities = Issuer & IssuerCapabilities;

@@ -1,6 +1,14 @@
-import { ECDH, createHash, type JsonWebKey } from 'node:crypto';
+import { ECDH, createHash } from 'node:crypto';
 import { CertdeskError } from '../core/index.js';
-import { DerError, TAG, children, contents, expectTag, oidText, readTlv, type Tlv } from '../core/der.js';
+import { TAG, oidText } from '../core/der.js';
+import {
+  EC_PUBLIC_KEY_OID,
+  RSA_ENCRYPTION_OID,
+  isNull,
+  readSpki,
+  rsaPublicNumbers,
+  type ParsedSpki,
+} from '../core/spki.js';
 
 // The CA's key policy (BR §6.1.5–6.1.6): which public keys it certifies, and why not the others.
 // Every refusal is a CertdeskError('badKey') with a message of its own.
@@ -18,9 +26,6 @@ export interface CheckedKey {
   readonly keyId: Uint8Array;
 }
 
-
-const RSA_OID = '1.2.840.113549.1.1.1';
-const EC_OID = '1.2.840.10045.2.1';
 const MIN_RSA_BITS = 2048;
 const MAX_RSA_BITS = 8192;
 const FERMAT_ROUNDS = 100;
@@ -52,12 +57,20 @@ interface Curve {
   readonly p: Buffer;
 }
 const CURVES: Record<string, Curve> = {
-  '1.2.840.10045.3.1.7': { name: 'P-256', openssl: 'prime256v1', bits: 256, p: Buffer.from('ffffffff00000001000000000000000000000000ffffffffffffffffffffffff', 'hex') },
+  '1.2.840.10045.3.1.7': {
+    name: 'P-256',
+    openssl: 'prime256v1',
+    bits: 256,
+    p: Buffer.from('ffffffff00000001000000000000000000000000ffffffffffffffffffffffff', 'hex'),
+  },
   '1.3.132.0.34': {
     name: 'P-384',
     openssl: 'secp384r1',
     bits: 384,
-    p: Buffer.from('fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffeffffffff0000000000000000ffffffff', 'hex'),
+    p: Buffer.from(
+      'fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffeffffffff0000000000000000ffffffff',
+      'hex',
+    ),
   },
 };
 /** Curves the CA refuses, by name for the message. */
@@ -80,7 +93,6 @@ const OTHER_CURVES: Record<string, string> = {
   '1.3.36.3.3.2.8.1.1.13': 'brainpoolP512r1',
   '1.2.156.10197.1.301': 'SM2',
 };
-
 
 /** Primes below 1000 (BR §6.1.6 asks for no small factors; Boulder uses the same bound). */
 const SMALL_PRIMES: readonly number[] = (() => {
@@ -131,7 +143,6 @@ export function badKey(message: string, cause?: unknown): CertdeskError {
   return new CertdeskError('badKey', message, { field: 'CSR', cause });
 }
 
-
 /**
  * Checks a SubjectPublicKeyInfo (DER) against the CA's key policy: RSA of 2048–8192 bits
  * (a multiple of 8) with 65537 ≤ e < 2^256 odd, no prime factor below 1000 and not Fermat-
@@ -142,56 +153,24 @@ export function checkPublicKey(spki: Uint8Array): CheckedKey {
   try {
     let parsed: ParsedSpki;
     try {
-      parsed = parseSpki(new Uint8Array(spki));
+      parsed = readSpki(new Uint8Array(spki));
     } catch (e) {
       throw badKey('The public key could not be parsed: it is not a valid SubjectPublicKeyInfo.', e);
     }
-    return assessKey(parsed).key;
+    return assessKey(parsed);
   } catch (e) {
     if (e instanceof CertdeskError) throw e;
     throw badKey('The public key could not be parsed: it is not a valid SubjectPublicKeyInfo.', e);
   }
 }
 
-
-export function isNull(tlv: Tlv): boolean {
-  return tlv.tag === TAG.NULL && tlv.end === tlv.contentStart;
-}
-
-/** The first commonName of the subject (Name: SEQUENCE OF SET OF {type, value}). */
-
-// ---- Key policy ----
-
-export interface ParsedSpki {
-  readonly der: Uint8Array;
-  readonly oid: string;
-  readonly params: Tlv | undefined;
-  /** The BIT STRING's value, without the unused-bits byte. */
-  readonly key: Uint8Array;
-}
-
-/** SubjectPublicKeyInfo (RFC 5280 §4.1) structure only; throws DerError. `der` must be a private copy. */
-export function parseSpki(der: Uint8Array): ParsedSpki {
-  const outer = readTlv(der, 0);
-  if (outer.end !== der.length) throw new DerError('trailing bytes');
-  const [alg, bits, extra] = children(der, expectTag(outer, TAG.SEQUENCE));
-  if (extra !== undefined) throw new DerError('extra SubjectPublicKeyInfo member');
-  const algParts = children(der, expectTag(alg, TAG.SEQUENCE));
-  if (algParts.length > 2) throw new DerError('extra AlgorithmIdentifier member');
-  const bitString = expectTag(bits, TAG.BIT_STRING);
-  if (bitString.end === bitString.contentStart || der[bitString.contentStart] !== 0) throw new DerError('bad BIT STRING');
-  return { der, oid: oidText(der, algParts[0]!), params: algParts[1], key: der.subarray(bitString.contentStart + 1, bitString.end) };
-}
-
-/** The key and its public JWK, for loading it into node:crypto without re-parsing the SPKI. */
-export interface Assessed {
-  readonly key: CheckedKey;
-  readonly jwk: JsonWebKey;
-}
-
-export function assessKey(spki: ParsedSpki): Assessed {
-  if (spki.oid === RSA_OID) return assessRsa(spki);
-  if (spki.oid === EC_OID) return assessEc(spki);
+/**
+ * The policy of checkPublicKey applied to a key read by core's readSpki (whose `der` the caller
+ * must not change afterwards: the CheckedKey keeps it). Throws `CertdeskError('badKey')` only.
+ */
+export function assessKey(spki: ParsedSpki): CheckedKey {
+  if (spki.oid === RSA_ENCRYPTION_OID) return assessRsa(spki);
+  if (spki.oid === EC_PUBLIC_KEY_OID) return assessEc(spki);
   const name = OTHER_KEY_TYPES[spki.oid] ?? `with OID ${spki.oid}`;
   throw badKey(`Key type ${name} is not certified; ${USE_INSTEAD}.`);
 }
@@ -200,18 +179,14 @@ function keyId(spki: ParsedSpki): Uint8Array {
   return new Uint8Array(createHash('sha1').update(spki.key).digest());
 }
 
-function assessRsa(spki: ParsedSpki): Assessed {
+function assessRsa(spki: ParsedSpki): CheckedKey {
   // BR §7.1.3.1.1: the parameters are exactly NULL; the SPKI is copied into the certificate as-is.
-  if (spki.params === undefined || !isNull(spki.params)) throw badKey('RSA key with AlgorithmIdentifier parameters other than NULL is not accepted.');
+  if (spki.params === undefined || !isNull(spki.params))
+    throw badKey('RSA key with AlgorithmIdentifier parameters other than NULL is not accepted.');
   let modulus: Uint8Array;
   let exponent: Uint8Array;
   try {
-    const seq = readTlv(spki.key, 0);
-    if (seq.end !== spki.key.length) throw new DerError('trailing bytes');
-    const [n, e, extra] = children(spki.key, expectTag(seq, TAG.SEQUENCE));
-    if (extra !== undefined) throw new DerError('extra RSAPublicKey member');
-    modulus = positiveInteger(spki.key, n);
-    exponent = positiveInteger(spki.key, e);
+    ({ modulus, exponent } = rsaPublicNumbers(spki));
   } catch (e) {
     throw badKey('The RSA public key could not be parsed: it is not a valid RSAPublicKey.', e);
   }
@@ -223,7 +198,8 @@ function assessRsa(spki: ParsedSpki): Assessed {
   if (bits % 8 !== 0) throw badKey(`RSA key of ${bits} bits: the modulus length must be a multiple of 8 bits.`);
 
   // BR §6.1.6: an odd exponent with 2^16+1 ≤ e ≤ 2^256−1.
-  if (exponent.length > 33) throw badKey(`RSA public exponent of ${exponent.length * 8} bits is not allowed: it exceeds 2^256; use 65537.`);
+  if (exponent.length > 33)
+    throw badKey(`RSA public exponent of ${exponent.length * 8} bits is not allowed: it exceeds 2^256; use 65537.`);
   const e = toBigInt(exponent);
   const shown = e < 1n << 64n ? e.toString() : `of ${e.toString(2).length} bits`;
   if ((e & 1n) === 0n) throw badKey(`RSA public exponent ${shown} is not allowed: it is even; use 65537.`);
@@ -232,33 +208,16 @@ function assessRsa(spki: ParsedSpki): Assessed {
   // OpenSSL refuses public operations with e above 64 bits once n exceeds 3072 bits
   // (RSA_MAX_PUBEXP_BITS): such a request could never be verified, nor the key used.
   if (bits > 3072 && e >= 1n << 64n) {
-    throw badKey(`RSA public exponent ${shown} is not supported with a ${bits}-bit modulus: above 3072 bits it must be below 2^64; use 65537.`);
+    throw badKey(
+      `RSA public exponent ${shown} is not supported with a ${bits}-bit modulus: above 3072 bits it must be below 2^64; use 65537.`,
+    );
   }
 
   const n = toBigInt(modulus);
   const factor = smallFactor(n);
   if (factor !== undefined) throw badKey(`RSA modulus has a small factor (${factor}): it is not a valid RSA key.`);
   if (fermatFactorable(n)) throw badKey('RSA key is factorable (Fermat): its primes are too close.');
-  return {
-    key: Object.freeze({ spki: spki.der, type: 'rsa', bits, keyId: keyId(spki) }),
-    jwk: { kty: 'RSA', n: base64url(modulus), e: base64url(exponent) },
-  };
-}
-
-/** An INTEGER's magnitude; refuses negative and non-minimal encodings. */
-function positiveInteger(der: Uint8Array, tlv: Tlv | undefined): Uint8Array {
-  const bytes = contents(der, expectTag(tlv, TAG.INTEGER));
-  if (bytes.length === 0 || bytes[0]! & 0x80) throw new DerError('INTEGER not positive');
-  if (bytes[0] === 0) {
-    if (bytes.length === 1) throw new DerError('INTEGER is zero');
-    if ((bytes[1]! & 0x80) === 0) throw new DerError('non-minimal INTEGER');
-    return bytes.subarray(1);
-  }
-  return bytes;
-}
-
-function base64url(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('base64url');
+  return Object.freeze({ spki: spki.der, type: 'rsa', bits, keyId: keyId(spki) });
 }
 
 function toBigInt(bytes: Uint8Array): bigint {
@@ -310,10 +269,12 @@ function isqrt(n: bigint): bigint {
   }
 }
 
-function assessEc(spki: ParsedSpki): Assessed {
+function assessEc(spki: ParsedSpki): CheckedKey {
   const params = spki.params;
   if (params === undefined || params.tag !== TAG.OID) {
-    throw badKey('ECDSA key with explicit or implicit curve parameters is not certified: use the named curve P-256 or P-384.');
+    throw badKey(
+      'ECDSA key with explicit or implicit curve parameters is not certified: use the named curve P-256 or P-384.',
+    );
   }
   let oid: string;
   try {
@@ -322,7 +283,8 @@ function assessEc(spki: ParsedSpki): Assessed {
     throw badKey('The ECDSA public key could not be parsed: its curve identifier is damaged.', e);
   }
   const curve = CURVES[oid];
-  if (curve === undefined) throw badKey(`ECDSA key on curve ${OTHER_CURVES[oid] ?? oid} is not certified; use P-256 or P-384.`);
+  if (curve === undefined)
+    throw badKey(`ECDSA key on curve ${OTHER_CURVES[oid] ?? oid} is not certified; use P-256 or P-384.`);
   const point = spki.key;
   const size = curve.bits / 8;
   if (point.length === size + 1 && (point[0] === 2 || point[0] === 3)) {
@@ -344,9 +306,5 @@ function assessEc(spki: ParsedSpki): Assessed {
   } catch (e) {
     throw badKey(`ECDSA ${curve.name} public key is not a valid point on the curve.`, e);
   }
-  return {
-    key: Object.freeze({ spki: spki.der, type: 'ecdsa', bits: curve.bits, curve: curve.name, keyId: keyId(spki) }),
-    jwk: { kty: 'EC', crv: curve.name, x: base64url(point.subarray(1, 1 + size)), y: base64url(point.subarray(1 + size)) },
-  };
+  return Object.freeze({ spki: spki.der, type: 'ecdsa', bits: curve.bits, curve: curve.name, keyId: keyId(spki) });
 }
-

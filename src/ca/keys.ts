@@ -1,13 +1,22 @@
-import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign, type KeyObject } from 'node:crypto';
+import {
+  createCipheriv,
+  hkdfSync,
+  createDecipheriv,
+  createPrivateKey,
+  createPublicKey,
+  randomBytes,
+  sign,
+  type KeyObject,
+} from 'node:crypto';
 import { chmodSync, closeSync, existsSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
-import { promisify } from 'node:util';
 import { children, contents, readTlv } from '../core/der.js';
-import type { CaRepo } from '../storage/index.js';
+import { isUniqueViolation, type CaKeyRow, type CaRepo } from '../storage/index.js';
 import type { Signer } from './crl.js';
 import { NULL, oid, seq } from './der-writer.js';
+import { isOfAlgorithm, newKeyPair, type CaKeyAlgorithm } from './key-pairs.js';
 import { OID, keyIdentifier } from './x509.js';
 
-export type CaKeyAlgorithm = { readonly type: 'rsa'; readonly bits: number } | { readonly type: 'ecdsa'; readonly curve: 'P-256' | 'P-384' };
+export type { CaKeyAlgorithm } from './key-pairs.js';
 export type SignatureHash = 'sha256' | 'sha384' | 'sha1';
 
 /** A CA key as the rest of the CA sees it: its public half and the power to sign, never the secret. */
@@ -26,7 +35,13 @@ export interface CaKey {
  * PKCS#11 token (an HSM) can implement the same three calls and keep the keys inside the device.
  */
 export interface KeyStore {
-  generate(id: string, algorithm: CaKeyAlgorithm, createdAt: number): Promise<CaKey>;
+  /**
+   * Stores a new key under `id` and opens it. `made`, when given, is a key pair of `algorithm`
+   * made ahead for this id (KeyPairSource, key-pairs.ts); a store that makes keys inside a device
+   * ignores it. When another process stored a key under the same id first, that key is returned
+   * instead (concurrent first starts converge on one key). Throws when `made` is not of `algorithm`.
+   */
+  generate(id: string, algorithm: CaKeyAlgorithm, createdAt: number, made?: Promise<KeyObject>): Promise<CaKey>;
   /** Every key, opened: throws KeyFileError when the key file does not open them. */
   loadAll(): Promise<CaKey[]>;
 }
@@ -53,13 +68,18 @@ export function readOrCreateKeyFile(path: string): Buffer {
       return key;
     } catch (e) {
       // Another process created it first: read theirs.
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new KeyFileError(`cannot create the CA key file ${path}: ${(e as Error).message}`);
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new KeyFileError(`cannot create the CA key file ${path}: ${(e as Error).message}`);
     }
   }
   const mode = statSync(path).mode & 0o077;
-  if (mode !== 0) throw new KeyFileError(`the CA key file ${path} is readable by group or others (mode ${(statSync(path).mode & 0o777).toString(8)}): chmod 600 it`);
+  if (mode !== 0)
+    throw new KeyFileError(
+      `the CA key file ${path} is readable by group or others (mode ${(statSync(path).mode & 0o777).toString(8)}): chmod 600 it`,
+    );
   const text = readFileSync(path, 'utf8').trim();
-  if (!/^[0-9a-f]{64}$/i.test(text)) throw new KeyFileError(`the CA key file ${path} does not hold a 256-bit key in hex`);
+  if (!/^[0-9a-f]{64}$/i.test(text))
+    throw new KeyFileError(`the CA key file ${path} does not hold a 256-bit key in hex`);
   return Buffer.from(text, 'hex');
 }
 
@@ -80,11 +100,33 @@ function unseal(kek: Buffer, id: string, sealed: string): Buffer {
   return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]);
 }
 
-const generate = promisify(generateKeyPair);
+/** Seals the small secrets of other components (TOTP seeds) so they are not stored in the clear. */
+export interface SecretSealer {
+  /** AES-256-GCM under the purpose's key, `id` as associated data (a sealed secret cannot move to another id). */
+  seal(id: string, plaintext: string): string;
+  /** Throws when `sealed` was not sealed for `id` with this key. */
+  open(id: string, sealed: string): string;
+}
+
+/**
+ * A sealer under a key derived from the key file's (HKDF-SHA256, `purpose` as info): what it seals
+ * never shares a key with the CA keys, and opens only where the key file is.
+ */
+export function secretSealer(kek: Buffer, purpose: string): SecretSealer {
+  const key = Buffer.from(hkdfSync('sha256', kek, Buffer.alloc(0), `certdesk ${purpose}`, 32));
+  return {
+    seal: (id, plaintext) => seal(key, id, Buffer.from(plaintext, 'utf8')),
+    open: (id, sealed) => unseal(key, id, sealed).toString('utf8'),
+  };
+}
 
 /** AlgorithmIdentifier of the signatures a key makes with a hash. */
 export function signatureAlgorithm(type: 'rsa' | 'ecdsa', hash: SignatureHash): Uint8Array {
-  if (type === 'rsa') return seq(oid(hash === 'sha1' ? OID.sha1WithRsa : hash === 'sha384' ? OID.sha384WithRsa : OID.sha256WithRsa), NULL);
+  if (type === 'rsa')
+    return seq(
+      oid(hash === 'sha1' ? OID.sha1WithRsa : hash === 'sha384' ? OID.sha384WithRsa : OID.sha256WithRsa),
+      NULL,
+    );
   if (hash === 'sha1') throw new Error('ECDSA CA keys never sign with SHA-1');
   return seq(oid(hash === 'sha384' ? OID.ecdsaWithSha384 : OID.ecdsaWithSha256));
 }
@@ -100,7 +142,11 @@ function openKey(id: string, type: 'rsa' | 'ecdsa', bits: number, spki: Uint8Arr
   const defaultHash: SignatureHash = type === 'ecdsa' && bits === 384 ? 'sha384' : 'sha256';
   const signers = new Map<SignatureHash, Signer>();
   return {
-    id, type, bits, spki, keyId: keyIdentifier(subjectPublicKey(spki)),
+    id,
+    type,
+    bits,
+    spki,
+    keyId: keyIdentifier(subjectPublicKey(spki)),
     signer(hash = defaultHash) {
       let s = signers.get(hash);
       if (s === undefined) {
@@ -115,36 +161,56 @@ function openKey(id: string, type: 'rsa' | 'ecdsa', bits: number, spki: Uint8Arr
 
 /** CA keys sealed with AES-256-GCM in the database, opened with the key file. */
 export class SealedKeyStore implements KeyStore {
-  constructor(private readonly repo: CaRepo, private readonly kek: Buffer, private readonly keyFile: string) {}
+  constructor(
+    private readonly repo: CaRepo,
+    private readonly kek: Buffer,
+    private readonly keyFile: string,
+  ) {}
 
-  async generate(id: string, algorithm: CaKeyAlgorithm, createdAt: number): Promise<CaKey> {
-    const { privateKey } = algorithm.type === 'rsa'
-      ? await generate('rsa', { modulusLength: algorithm.bits, publicExponent: 65537 })
-      : await generate('ec', { namedCurve: algorithm.curve });
+  async generate(id: string, algorithm: CaKeyAlgorithm, createdAt: number, made?: Promise<KeyObject>): Promise<CaKey> {
+    const privateKey = await (made ?? newKeyPair(algorithm));
+    if (!isOfAlgorithm(privateKey, algorithm))
+      throw new Error(`CA key ${id}: the key pair given is not ${describeAlgorithm(algorithm)}`);
     const spki = createPublicKey(privateKey).export({ type: 'spki', format: 'der' });
     const pkcs8 = privateKey.export({ type: 'pkcs8', format: 'der' });
     const bits = algorithm.type === 'rsa' ? algorithm.bits : algorithm.curve === 'P-384' ? 384 : 256;
-    await this.repo.insertKey({ id, key_type: algorithm.type, bits, spki: spki.toString('base64'), sealed: seal(this.kek, id, pkcs8), created_at: createdAt });
-    pkcs8.fill(0);
+    try {
+      await this.repo.insertKey({
+        id,
+        key_type: algorithm.type,
+        bits,
+        spki: spki.toString('base64'),
+        sealed: seal(this.kek, id, pkcs8),
+        created_at: createdAt,
+      });
+    } catch (e) {
+      // Another process starting at the same moment stored its key under this id first: use theirs.
+      const stored = isUniqueViolation(e) ? (await this.repo.listKeys()).find((row) => row.id === id) : undefined;
+      if (stored === undefined) throw e;
+      return this.open(stored);
+    } finally {
+      pkcs8.fill(0);
+    }
     return openKey(id, algorithm.type, bits, spki, privateKey);
   }
 
   async loadAll(): Promise<CaKey[]> {
-    const rows = await this.repo.listKeys();
-    return rows.map((row) => {
-      let pkcs8: Buffer;
-      try {
-        pkcs8 = unseal(this.kek, row.id, row.sealed);
-      } catch {
-        throw new KeyFileError(
-          `the CA key file ${this.keyFile} does not open CA key ${row.id}: it is not the file the keys were sealed with (restore the original file, or set CERTDESK_CA_KEY_FILE to it)`,
-        );
-      }
-      const privateKey = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
-      pkcs8.fill(0);
-      const type = row.key_type === 'rsa' ? 'rsa' : 'ecdsa';
-      return openKey(row.id, type, row.bits, Buffer.from(row.spki, 'base64'), privateKey);
-    });
+    return (await this.repo.listKeys()).map((row) => this.open(row));
+  }
+
+  private open(row: CaKeyRow): CaKey {
+    let pkcs8: Buffer;
+    try {
+      pkcs8 = unseal(this.kek, row.id, row.sealed);
+    } catch {
+      throw new KeyFileError(
+        `the CA key file ${this.keyFile} does not open CA key ${row.id}: it is not the file the keys were sealed with (restore the original file, or set CERTDESK_CA_KEY_FILE to it)`,
+      );
+    }
+    const privateKey = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
+    pkcs8.fill(0);
+    const type = row.key_type === 'rsa' ? 'rsa' : 'ecdsa';
+    return openKey(row.id, type, row.bits, Buffer.from(row.spki, 'base64'), privateKey);
   }
 }
 

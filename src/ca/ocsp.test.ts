@@ -5,8 +5,14 @@ import { OpensslCa, type CaCert } from '../../test/support/openssl-ca.js';
 import { TAG, children, contents, oidText, readTlv } from '../core/der.js';
 import { NULL, oid, seq } from './der-writer.js';
 import {
-  OcspMalformedError, buildOcspResponse, certIdFor, ocspErrorResponse, parseOcspRequest, type OcspErrorStatus,
-  type OcspSingle, type OcspStatus,
+  OcspMalformedError,
+  buildOcspResponse,
+  certIdFor,
+  ocspErrorResponse,
+  parseOcspRequest,
+  type OcspErrorStatus,
+  type OcspSingle,
+  type OcspStatus,
 } from './ocsp.js';
 
 const SHA1 = '1.3.14.3.2.26';
@@ -39,7 +45,19 @@ beforeAll(() => {
   openssl('ocsp', '-issuer', 'int.pem', '-sha256', '-cert', 'revoked.pem', '-reqout', 'sha256.req', '-no_nonce');
   openssl('ocsp', '-issuer', 'int.pem', '-cert', 'good.pem', '-cert', 'revoked.pem', '-reqout', 'two.req', '-no_nonce');
   openssl('ocsp', '-issuer', 'int.pem', '-serial', '0x00ff', '-reqout', 'serial.req', '-no_nonce');
-  openssl('ocsp', '-issuer', 'int.pem', '-cert', 'good.pem', '-reqout', 'signed.req', '-signer', 'good.pem', '-signkey', 'good.key');
+  openssl(
+    'ocsp',
+    '-issuer',
+    'int.pem',
+    '-cert',
+    'good.pem',
+    '-reqout',
+    'signed.req',
+    '-signer',
+    'good.pem',
+    '-signkey',
+    'good.key',
+  );
   openssl('ocsp', '-issuer', 'root.pem', '-cert', 'rootleaf.pem', '-reqout', 'root.req', '-no_nonce');
 }, 60_000);
 
@@ -74,9 +92,19 @@ describe('parseOcspRequest', () => {
   it('returns copies, not views of the request buffer', () => {
     const buf = readFileSync(fx.path('nonce.req'));
     const info = parseOcspRequest(buf);
-    const before = [hex(info.nonce!), hex(info.certIds[0]!.der), hex(info.certIds[0]!.serial), hex(info.certIds[0]!.issuerKeyHash)];
+    const before = [
+      hex(info.nonce!),
+      hex(info.certIds[0]!.der),
+      hex(info.certIds[0]!.serial),
+      hex(info.certIds[0]!.issuerKeyHash),
+    ];
     buf.fill(0);
-    expect([hex(info.nonce!), hex(info.certIds[0]!.der), hex(info.certIds[0]!.serial), hex(info.certIds[0]!.issuerKeyHash)]).toEqual(before);
+    expect([
+      hex(info.nonce!),
+      hex(info.certIds[0]!.der),
+      hex(info.certIds[0]!.serial),
+      hex(info.certIds[0]!.issuerKeyHash),
+    ]).toEqual(before);
     expect(Buffer.isBuffer(info.certIds[0]!.der)).toBe(false);
   });
 
@@ -103,8 +131,15 @@ describe('parseOcspRequest', () => {
 
   it('rejects garbage, empty, truncated and trailing input with OcspMalformedError', () => {
     const good = file('good.req');
-    const bad = [new Uint8Array(0), Uint8Array.of(0x30), Uint8Array.of(0x30, 0x80, 0x00, 0x00), Buffer.from('hello world'),
-      randomBytes(300), Uint8Array.of(...good, 0), Uint8Array.of(0x31, ...good.subarray(1))];
+    const bad = [
+      new Uint8Array(0),
+      Uint8Array.of(0x30),
+      Uint8Array.of(0x30, 0x80, 0x00, 0x00),
+      Buffer.from('hello world'),
+      randomBytes(300),
+      Uint8Array.of(...good, 0),
+      Uint8Array.of(0x31, ...good.subarray(1)),
+    ];
     for (let n = 0; n < good.length; n++) bad.push(good.subarray(0, n));
     for (const der of bad) expect(() => parseOcspRequest(der)).toThrow(OcspMalformedError);
   });
@@ -119,7 +154,10 @@ describe('parseOcspRequest', () => {
       [reqOf(Uint8Array.of(...alg, ...h20, ...h20, 0x02, 0x01, 0x80)), 'negative serial'],
       [reqOf(Uint8Array.of(...alg, ...h20, ...h20, 0x02, 0x02, 0x00, 0x01)), 'non-minimal INTEGER'],
       [reqOf(Uint8Array.of(...alg, ...h20, ...h20, 0x02, 0x00)), 'empty INTEGER'],
-      [reqOf(Uint8Array.of(...alg, 0x04, 0x01, 0x00, ...h20, 0x02, 0x01, 0x01)), 'hash length does not match hashAlgorithm'],
+      [
+        reqOf(Uint8Array.of(...alg, 0x04, 0x01, 0x00, ...h20, 0x02, 0x01, 0x01)),
+        'hash length does not match hashAlgorithm',
+      ],
       [reqOf(Uint8Array.of(...alg, ...h20, ...h20)), 'bad CertID'],
       [reqOf(Uint8Array.of(...seq(oid(SHA1), oid(SHA1)), ...h20, ...h20, 0x02, 0x01, 0x01)), 'bad hash parameters'],
     ];
@@ -142,11 +180,21 @@ describe('parseOcspRequest', () => {
       for (let k = rand(3) + 1; k > 0; k--) {
         const at = rand(m.length);
         switch (rand(5)) {
-          case 0: m[at] = rand(256); break;
-          case 1: m[at] = m[at]! ^ (1 << rand(8)); break;
-          case 2: m.splice(at, 1); break;
-          case 3: m.splice(at, 0, rand(256)); break;
-          default: m = m.slice(0, at); break;
+          case 0:
+            m[at] = rand(256);
+            break;
+          case 1:
+            m[at] = m[at]! ^ (1 << rand(8));
+            break;
+          case 2:
+            m.splice(at, 1);
+            break;
+          case 3:
+            m.splice(at, 0, rand(256));
+            break;
+          default:
+            m = m.slice(0, at);
+            break;
         }
       }
       try {
@@ -167,19 +215,42 @@ describe('buildOcspResponse', () => {
   const window = { thisUpdate: now - 60, nextUpdate: now + 3600 };
   const single = (certId: Uint8Array, status: OcspStatus): OcspSingle => ({ certId, status, ...window });
   const respond = (name: string, by: CaCert, responses: OcspSingle[], certs?: Uint8Array[]) => {
-    writeFileSync(fx.path(name), buildOcspResponse({ responderKeyHash: by.keyHash, producedAt: now - 30, responses, certs }, by.signer));
+    writeFileSync(
+      fx.path(name),
+      buildOcspResponse({ responderKeyHash: by.keyHash, producedAt: now - 30, responses, certs }, by.signer),
+    );
     return name;
   };
-  const verifyArgs = (resp: string, issuer: string, ...ids: string[]) =>
-    ['ocsp', '-respin', resp, '-issuer', issuer, '-CAfile', 'root.pem', '-no_nonce', '-resp_text', ...ids];
+  const verifyArgs = (resp: string, issuer: string, ...ids: string[]) => [
+    'ocsp',
+    '-respin',
+    resp,
+    '-issuer',
+    issuer,
+    '-CAfile',
+    'root.pem',
+    '-no_nonce',
+    '-resp_text',
+    ...ids,
+  ];
 
   it('signs good, revoked (keyCompromise), revoked (no reason) and unknown with the RSA issuing CA', () => {
     const idOf = (req: string) => parseOcspRequest(file(req)).certIds[0]!.der;
     const serial = (s: string) => certIdFor(inter.name, inter.spki, Uint8Array.from(Buffer.from(s, 'hex')));
     const cases: [OcspStatus, Uint8Array, string[], RegExp][] = [
       [{ kind: 'good' }, idOf('good.req'), ['-cert', 'good.pem'], /good\.pem: good/],
-      [{ kind: 'revoked', at: now - 600, reason: 1 }, serial('1002'), ['-cert', 'revoked.pem'], /revoked\.pem: revoked\n\s*This Update: .*\n\s*Next Update: .*\n\s*Reason: keyCompromise\n\s*Revocation Time: /],
-      [{ kind: 'revoked', at: now - 600, reason: null }, serial('1003'), ['-cert', 'noreason.pem'], /noreason\.pem: revoked\n\s*This Update: .*\n\s*Next Update: .*\n\s*Revocation Time: /],
+      [
+        { kind: 'revoked', at: now - 600, reason: 1 },
+        serial('1002'),
+        ['-cert', 'revoked.pem'],
+        /revoked\.pem: revoked\n\s*This Update: .*\n\s*Next Update: .*\n\s*Reason: keyCompromise\n\s*Revocation Time: /,
+      ],
+      [
+        { kind: 'revoked', at: now - 600, reason: null },
+        serial('1003'),
+        ['-cert', 'noreason.pem'],
+        /noreason\.pem: revoked\n\s*This Update: .*\n\s*Next Update: .*\n\s*Revocation Time: /,
+      ],
       [{ kind: 'unknown' }, serial('0999'), ['-serial', '0x999'], /0x999: unknown/],
     ];
     for (const [status, certId, ids, expected] of cases) {
@@ -196,7 +267,11 @@ describe('buildOcspResponse', () => {
   it('puts several SingleResponses in one response', () => {
     const resp = respond('multi.der', inter, [
       single(certIdFor(inter.name, inter.spki, Uint8Array.of(0x10, 0x01)), { kind: 'good' }),
-      single(certIdFor(inter.name, inter.spki, Uint8Array.of(0x10, 0x02), 'sha256'), { kind: 'revoked', at: now - 5, reason: 4 }),
+      single(certIdFor(inter.name, inter.spki, Uint8Array.of(0x10, 0x02), 'sha256'), {
+        kind: 'revoked',
+        at: now - 5,
+        reason: 4,
+      }),
       single(certIdFor(inter.name, inter.spki, Uint8Array.of(0x10, 0x02)), { kind: 'revoked', at: now - 5, reason: 4 }),
     ]);
     const r = run(...verifyArgs(resp, 'int.pem', '-cert', 'good.pem', '-cert', 'revoked.pem'));
@@ -250,12 +325,23 @@ describe('buildOcspResponse', () => {
     const id = certIdFor(root.name, root.spki, Uint8Array.of(1));
     const der = buildOcspResponse(
       {
-        responderKeyHash: root.keyHash, producedAt: 1_700_000_000,
+        responderKeyHash: root.keyHash,
+        producedAt: 1_700_000_000,
         responses: [
           { certId: id, status: { kind: 'good' }, thisUpdate: 1_700_000_000, nextUpdate: 1_700_003_600 },
           { certId: id, status: { kind: 'unknown' }, thisUpdate: 1_700_000_000, nextUpdate: 1_700_003_600 },
-          { certId: id, status: { kind: 'revoked', at: 1_600_000_000, reason: 1 }, thisUpdate: 1_700_000_000, nextUpdate: 1_700_003_600 },
-          { certId: id, status: { kind: 'revoked', at: 1_600_000_000, reason: 0 }, thisUpdate: 1_700_000_000, nextUpdate: 1_700_003_600 },
+          {
+            certId: id,
+            status: { kind: 'revoked', at: 1_600_000_000, reason: 1 },
+            thisUpdate: 1_700_000_000,
+            nextUpdate: 1_700_003_600,
+          },
+          {
+            certId: id,
+            status: { kind: 'revoked', at: 1_600_000_000, reason: 0 },
+            thisUpdate: 1_700_000_000,
+            nextUpdate: 1_700_003_600,
+          },
         ],
       },
       root.signer,
@@ -291,7 +377,9 @@ describe('buildOcspResponse', () => {
     expect(() => buildOcspResponse({ ...base, responses: [] }, root.signer)).toThrow(RangeError);
     expect(() => buildOcspResponse({ ...base, responderKeyHash: new Uint8Array(32) }, root.signer)).toThrow(RangeError);
     for (const reason of [7, 8, 11]) {
-      expect(() => buildOcspResponse({ ...base, responses: [single(id, { kind: 'revoked', at: now, reason })] }, root.signer)).toThrow(RangeError);
+      expect(() =>
+        buildOcspResponse({ ...base, responses: [single(id, { kind: 'revoked', at: now, reason })] }, root.signer),
+      ).toThrow(RangeError);
     }
   });
 
@@ -300,7 +388,10 @@ describe('buildOcspResponse', () => {
     const n = 2000;
     const started = performance.now();
     for (let i = 0; i < n; i++) {
-      buildOcspResponse({ responderKeyHash: root.keyHash, producedAt: now, responses: [single(id, { kind: 'good' })] }, root.signer);
+      buildOcspResponse(
+        { responderKeyHash: root.keyHash, producedAt: now, responses: [single(id, { kind: 'good' })] },
+        root.signer,
+      );
     }
     const us = ((performance.now() - started) * 1000) / n;
     console.log(`OCSP response build (P-256): ${us.toFixed(1)} µs each`);
@@ -310,7 +401,11 @@ describe('buildOcspResponse', () => {
 
 describe('ocspErrorResponse', () => {
   const codes: [OcspErrorStatus, number][] = [
-    ['malformedRequest', 1], ['internalError', 2], ['tryLater', 3], ['sigRequired', 5], ['unauthorized', 6],
+    ['malformedRequest', 1],
+    ['internalError', 2],
+    ['tryLater', 3],
+    ['sigRequired', 5],
+    ['unauthorized', 6],
   ];
   for (const [status, code] of codes) {
     it(`encodes ${status} (${code}) as openssl reads it`, () => {

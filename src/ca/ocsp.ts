@@ -107,7 +107,8 @@ function parseCertId(buf: Uint8Array, certId: Tlv): OcspCertId {
   if (alg.length < 1 || alg.length > 2) fail('bad hashAlgorithm');
   const hashAlgorithm = oidText(buf, alg[0]!);
   const params = alg[1];
-  if (params !== undefined && (params.tag !== TAG.NULL || params.end !== params.contentStart)) fail('bad hash parameters');
+  if (params !== undefined && (params.tag !== TAG.NULL || params.end !== params.contentStart))
+    fail('bad hash parameters');
   const issuerNameHash = copy(contents(buf, expectTag(f[1], TAG.OCTET_STRING)));
   const issuerKeyHash = copy(contents(buf, expectTag(f[2], TAG.OCTET_STRING)));
   const expected = HASH_LENGTH.get(hashAlgorithm);
@@ -141,7 +142,8 @@ function parseExtensions(buf: Uint8Array, wrapper: Tlv): Uint8Array | undefined 
     let j = 1;
     if (f[j]?.tag === BOOLEAN) {
       const b = f[j]!;
-      if (b.end - b.contentStart !== 1 || (buf[b.contentStart] !== 0 && buf[b.contentStart] !== 0xff)) fail('bad BOOLEAN');
+      if (b.end - b.contentStart !== 1 || (buf[b.contentStart] !== 0 && buf[b.contentStart] !== 0xff))
+        fail('bad BOOLEAN');
       j++;
     }
     const value = contents(buf, expectTag(f[j++], TAG.OCTET_STRING));
@@ -218,14 +220,20 @@ export function buildOcspResponse(input: OcspResponseInput, signer: Signer): Uin
   if (input.responses.length === 0) throw new RangeError('no responses');
   const singles = input.responses.map((r) => {
     if (r.nextUpdate < r.thisUpdate) throw new RangeError('nextUpdate before thisUpdate');
-    return seq(r.certId, certStatus(r.status), generalizedTime(r.thisUpdate), explicit(0, generalizedTime(r.nextUpdate)));
+    return seq(
+      r.certId,
+      certStatus(r.status),
+      generalizedTime(r.thisUpdate),
+      explicit(0, generalizedTime(r.nextUpdate)),
+    );
   });
   // ResponseData: version omitted (v1 is the DEFAULT); byKey [2] is EXPLICIT (the module uses EXPLICIT TAGS).
   const tbs = seq(explicit(2, octets(input.responderKeyHash)), generalizedTime(input.producedAt), seq(...singles));
   const certs = input.certs ?? [];
-  const basic = certs.length > 0
-    ? seq(tbs, signer.algorithm, bits(signer.sign(tbs)), explicit(0, seq(...certs)))
-    : seq(tbs, signer.algorithm, bits(signer.sign(tbs)));
+  const basic =
+    certs.length > 0
+      ? seq(tbs, signer.algorithm, bits(signer.sign(tbs)), explicit(0, seq(...certs)))
+      : seq(tbs, signer.algorithm, bits(signer.sign(tbs)));
   return seq(SUCCESSFUL, explicit(0, seq(BASIC, octets(basic))));
 }
 

@@ -33,12 +33,17 @@ describe('certsOnlyPkcs7', () => {
       // The certificates come back byte for byte.
       const printed = openssl('pkcs7', '-print_certs', '-in', 'x.p7b');
       const blocks = printed.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g)!;
-      expect(blocks.map((b) => new X509Certificate(b).raw.toString('hex'))).toEqual(files.map((f) => Buffer.from(der(f)).toString('hex')));
+      expect(blocks.map((b) => new X509Certificate(b).raw.toString('hex'))).toEqual(
+        files.map((f) => Buffer.from(der(f)).toString('hex')),
+      );
     });
   }
 
   it('is byte-identical to openssl crl2pkcs7 -nocrl', () => {
-    writeFileSync(fx.path('chain.pem'), ['leaf.pem', 'int.pem', 'root.pem'].map((f) => readFileSync(fx.path(f), 'utf8')).join(''));
+    writeFileSync(
+      fx.path('chain.pem'),
+      ['leaf.pem', 'int.pem', 'root.pem'].map((f) => readFileSync(fx.path(f), 'utf8')).join(''),
+    );
     openssl('crl2pkcs7', '-nocrl', '-certfile', 'chain.pem', '-outform', 'DER', '-out', 'ref.p7b');
     const ref = readFileSync(fx.path('ref.p7b')).toString('hex');
     expect(Buffer.from(certsOnlyPkcs7(['leaf.pem', 'int.pem', 'root.pem'].map(der))).toString('hex')).toBe(ref);
@@ -46,7 +51,9 @@ describe('certsOnlyPkcs7', () => {
 
   it('omits the certificates field when there are none', () => {
     const p7 = certsOnlyPkcs7([]);
-    expect(Buffer.from(p7).toString('hex')).toBe('3023' + '06092a864886f70d010702' + 'a016' + '3014' + '020101' + '3100' + '300b06092a864886f70d010701' + '3100');
+    expect(Buffer.from(p7).toString('hex')).toBe(
+      '3023' + '06092a864886f70d010702' + 'a016' + '3014' + '020101' + '3100' + '300b06092a864886f70d010701' + '3100',
+    );
     writeFileSync(fx.path('empty.p7b'), pem('PKCS7', p7));
     expect(openssl('pkcs7', '-in', 'empty.p7b', '-print')).toContain('pkcs7-signedData');
   });

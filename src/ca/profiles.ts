@@ -23,8 +23,16 @@ export interface Profile {
 
 const TLS_KU = { rsa: [KU.digitalSignature, KU.keyEncipherment], ecdsa: [KU.digitalSignature] };
 const tls = (id: ProfileId, policy: string, organization: Profile['organization'], ev: boolean): Profile => ({
-  id, hierarchy: 'tls', policies: [policy], extKeyUsage: [OID.serverAuth], keyUsage: TLS_KU, organization, ev,
-  publicDnsNames: true, needsDnsNames: true, needsEmails: false,
+  id,
+  hierarchy: 'tls',
+  policies: [policy],
+  extKeyUsage: [OID.serverAuth],
+  keyUsage: TLS_KU,
+  organization,
+  ev,
+  publicDnsNames: true,
+  needsDnsNames: true,
+  needsEmails: false,
 });
 
 export const PROFILES: Readonly<Record<ProfileId, Profile>> = {
@@ -32,14 +40,28 @@ export const PROFILES: Readonly<Record<ProfileId, Profile>> = {
   'tls-ov': tls('tls-ov', OID.policyOv, 'required', false),
   'tls-ev': tls('tls-ev', OID.policyEv, 'required', true),
   codesign: {
-    id: 'codesign', hierarchy: 'codesign', policies: [OID.policyCodeSigning], extKeyUsage: [OID.codeSigning],
-    keyUsage: { rsa: [KU.digitalSignature], ecdsa: [KU.digitalSignature] }, organization: 'required', ev: false,
-    publicDnsNames: false, needsDnsNames: false, needsEmails: false,
+    id: 'codesign',
+    hierarchy: 'codesign',
+    policies: [OID.policyCodeSigning],
+    extKeyUsage: [OID.codeSigning],
+    keyUsage: { rsa: [KU.digitalSignature], ecdsa: [KU.digitalSignature] },
+    organization: 'required',
+    ev: false,
+    publicDnsNames: false,
+    needsDnsNames: false,
+    needsEmails: false,
   },
   smime: {
-    id: 'smime', hierarchy: 'smime', policies: [OID.policySmimeMailbox], extKeyUsage: [OID.emailProtection],
-    keyUsage: { rsa: [KU.digitalSignature, KU.keyEncipherment], ecdsa: [KU.digitalSignature, KU.keyAgreement] }, organization: 'forbidden', ev: false,
-    publicDnsNames: false, needsDnsNames: false, needsEmails: true,
+    id: 'smime',
+    hierarchy: 'smime',
+    policies: [OID.policySmimeMailbox],
+    extKeyUsage: [OID.emailProtection],
+    keyUsage: { rsa: [KU.digitalSignature, KU.keyEncipherment], ecdsa: [KU.digitalSignature, KU.keyAgreement] },
+    organization: 'forbidden',
+    ev: false,
+    publicDnsNames: false,
+    needsDnsNames: false,
+    needsEmails: true,
   },
 };
 
@@ -83,26 +105,34 @@ export interface OrganizationSubject {
   readonly jurisdictionLocality?: string;
 }
 
-/** The subject attributes of a leaf, in the order they are written (most significant first). */
-export function subjectAttributes(profile: Profile, commonName: string | undefined, org: OrganizationSubject | undefined): NameAttribute[] {
+/**
+ * The subject attributes of a leaf, in the order they are written (most significant first), each
+ * organization value marked with the OrganizationSubject member it came from. Values are taken
+ * as given: whether they fit their string types is lint's to say (lint.ts).
+ */
+export function subjectAttributes(
+  profile: Profile,
+  commonName: string | undefined,
+  org: OrganizationSubject | undefined,
+): NameAttribute[] {
   const out: NameAttribute[] = [];
-  const add = (type: string, value: string | undefined) => {
-    if (value !== undefined && value !== '') out.push({ type, value });
+  const add = (type: string, value: string | undefined, source?: keyof OrganizationSubject) => {
+    if (value !== undefined && value !== '') out.push(source === undefined ? { type, value } : { type, value, source });
   };
   if (profile.organization === 'required' && org !== undefined) {
     if (profile.ev) {
-      add(OID.businessCategory, org.businessCategory);
-      add(OID.jurisdictionCountry, org.jurisdictionCountry);
-      add(OID.jurisdictionState, org.jurisdictionState);
-      add(OID.jurisdictionLocality, org.jurisdictionLocality);
-      add(OID.serialNumber, org.registrationNumber);
+      add(OID.businessCategory, org.businessCategory, 'businessCategory');
+      add(OID.jurisdictionCountry, org.jurisdictionCountry, 'jurisdictionCountry');
+      add(OID.jurisdictionState, org.jurisdictionState, 'jurisdictionState');
+      add(OID.jurisdictionLocality, org.jurisdictionLocality, 'jurisdictionLocality');
+      add(OID.serialNumber, org.registrationNumber, 'registrationNumber');
     }
-    add(OID.country, org.country);
-    add(OID.state, org.state);
-    add(OID.locality, org.locality);
-    add(OID.street, org.street);
-    add(OID.postalCode, org.postalCode);
-    add(OID.organization, org.organization);
+    add(OID.country, org.country, 'country');
+    add(OID.state, org.state, 'state');
+    add(OID.locality, org.locality, 'locality');
+    add(OID.street, org.street, 'street');
+    add(OID.postalCode, org.postalCode, 'postalCode');
+    add(OID.organization, org.organization, 'organization');
   }
   add(OID.commonName, commonName);
   return out;

@@ -28,4 +28,3 @@ export function newSerial(now: number): Uint8Array {
   randomPos += SERIAL_RANDOM_BYTES;
   return s;
 }
-

@@ -27,7 +27,10 @@ export type IssuingKeyLookup = (hashAlg: string, nameHash: string, keyHash: stri
 export function ocspIssuerIndex(issuers: readonly { subject: Uint8Array; key: CaKey }[]): IssuingKeyLookup {
   const index = new Map<string, CaKey>();
   for (const c of issuers) {
-    for (const [alg, oid] of [['sha1', '1.3.14.3.2.26'], ['sha256', '2.16.840.1.101.3.4.2.1']] as const) {
+    for (const [alg, oid] of [
+      ['sha1', '1.3.14.3.2.26'],
+      ['sha256', '2.16.840.1.101.3.4.2.1'],
+    ] as const) {
       const digest = (data: Uint8Array) => createHash(alg).update(data).digest('hex');
       index.set(`${oid}/${digest(c.subject)}/${digest(subjectPublicKey(c.key.spki))}`, c.key);
     }
@@ -41,7 +44,12 @@ const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
  * Builds and stores a new CRL for an issuing key. Repeats when a revocation committed while it
  * was being built (another process), so the stored CRL never lags one that finished before it.
  */
-export async function signCrl(ctx: StatusContext, keyId: string, issuerName: Uint8Array, key: CaKey): Promise<Uint8Array> {
+export async function signCrl(
+  ctx: StatusContext,
+  keyId: string,
+  issuerName: Uint8Array,
+  key: CaKey,
+): Promise<Uint8Array> {
   for (let attempt = 0; ; attempt++) {
     const now = ctx.clock.nowSeconds();
     const entries = await ctx.repo.revokedOf(keyId, now);
@@ -49,15 +57,40 @@ export async function signCrl(ctx: StatusContext, keyId: string, issuerName: Uin
     const number = Math.max((previous?.number ?? 0) + 1, 1);
     const der = buildCrl(
       {
-        issuer: issuerName, authorityKeyId: key.keyId, number, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY,
-        entries: entries.map((e) => ({ serial: Buffer.from(e.serial, 'hex'), revokedAt: e.revokedAt, reason: e.reason })),
+        issuer: issuerName,
+        authorityKeyId: key.keyId,
+        number,
+        thisUpdate: now,
+        nextUpdate: now + STATUS_VALIDITY,
+        entries: entries.map((e) => ({
+          serial: Buffer.from(e.serial, 'hex'),
+          revokedAt: e.revokedAt,
+          reason: e.reason,
+        })),
       },
       key.signer(),
     );
-    const saved = await ctx.repo.saveCrl(keyId, { number, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY, der: Buffer.from(der).toString('base64') });
+    const saved = await ctx.repo.saveCrl(keyId, {
+      number,
+      thisUpdate: now,
+      nextUpdate: now + STATUS_VALIDITY,
+      der: Buffer.from(der).toString('base64'),
+    });
+    // A revocation or a reason escalated to keyCompromise committed while this CRL was built would
+    // be missing from it: compare what it lists (not just how many), and build again if it changed.
     const after = await ctx.repo.revokedOf(keyId, now);
-    if ((saved && after.length === entries.length) || attempt >= 4) return saved ? der : Buffer.from((await ctx.repo.crl(keyId))!.der, 'base64');
+    if ((saved && sameEntries(entries, after)) || attempt >= 4)
+      return saved ? der : Buffer.from((await ctx.repo.crl(keyId))!.der, 'base64');
   }
+}
+
+type CrlEntries = Awaited<ReturnType<StatusContext['repo']['revokedOf']>>;
+
+function sameEntries(a: CrlEntries, b: CrlEntries): boolean {
+  const key = (e: CrlEntries[number]) => `${e.serial}|${e.revokedAt}|${e.reason ?? ''}`;
+  if (a.length !== b.length) return false;
+  const seen = new Set(a.map(key));
+  return b.every((e) => seen.has(key(e)));
 }
 
 /**
@@ -67,7 +100,9 @@ export async function signCrl(ctx: StatusContext, keyId: string, issuerName: Uin
  * and issuers it does not run, get `unauthorized`: never `good`.
  */
 export async function answerOcsp(
-  ctx: StatusContext, request: Uint8Array, issuingKey: IssuingKeyLookup,
+  ctx: StatusContext,
+  request: Uint8Array,
+  issuingKey: IssuingKeyLookup,
 ): Promise<Uint8Array> {
   let parsed;
   try {
@@ -83,14 +118,26 @@ export async function answerOcsp(
   const serial = hex(certId.serial).toUpperCase();
   const now = ctx.clock.nowSeconds();
   const cached = await ctx.repo.ocspResponse(key.id, serial, certId.hashAlgorithm);
-  if (cached !== undefined && cached.nextUpdate - now > STATUS_VALIDITY - OCSP_REFRESH_AFTER) return Buffer.from(cached.der, 'base64');
+  if (cached !== undefined && cached.nextUpdate - now > STATUS_VALIDITY - OCSP_REFRESH_AFTER)
+    return Buffer.from(cached.der, 'base64');
   const leaf = await ctx.repo.leaf(key.id, serial);
   if (leaf === undefined) return ocspErrorResponse('unauthorized');
-  const status: OcspStatus = leaf.revokedAt === null ? { kind: 'good' } : { kind: 'revoked', at: leaf.revokedAt, reason: leaf.reason };
+  const status: OcspStatus =
+    leaf.revokedAt === null ? { kind: 'good' } : { kind: 'revoked', at: leaf.revokedAt, reason: leaf.reason };
   const der = buildOcspResponse(
-    { responderKeyHash: key.keyId, producedAt: now, responses: [{ certId: certId.der, status, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY }] },
+    {
+      responderKeyHash: key.keyId,
+      producedAt: now,
+      responses: [{ certId: certId.der, status, thisUpdate: now, nextUpdate: now + STATUS_VALIDITY }],
+    },
     key.signer(),
   );
-  await ctx.repo.saveOcspResponse(key.id, serial, certId.hashAlgorithm, Buffer.from(der).toString('base64'), now + STATUS_VALIDITY);
+  await ctx.repo.saveOcspResponse(
+    key.id,
+    serial,
+    certId.hashAlgorithm,
+    Buffer.from(der).toString('base64'),
+    now + STATUS_VALIDITY,
+  );
   return der;
 }

@@ -3,11 +3,14 @@
 import type { Command } from 'commander';
 import { parseCustomer, parsePositive } from './args.js';
 import { lines, print } from './print.js';
-import type { HashStore } from '../ra/hash-store.js';
+import type { HashStore } from '../ra/hash-store/hash-store.js';
 import { kvKeyId } from '../storage/kv-repo.js';
 
 /** What the kv commands need: the hash store, and a way to release what was opened for it. */
-export type OpenHashStore = () => Promise<{ hashStore: Pick<HashStore, 'createKey' | 'revokeKey'>; close(): Promise<void> }>;
+export type OpenHashStore = () => Promise<{
+  hashStore: Pick<HashStore, 'createKey' | 'revokeKey'>;
+  close(): Promise<void>;
+}>;
 
 /**
  * Adds `kv-key create --customer ID [--label L] [--json]` (prints `CustomerID`, `KvKeyID` and
@@ -28,7 +31,11 @@ export function addKvCommands(program: Command, open: OpenHashStore): void {
       const customer = parseCustomer(o.customer);
       const created = await withHashStore(open, (s) => s.createKey(customer, o.label));
       const out = { CustomerID: customer, KvKeyID: created.id, KvKey: created.key };
-      print(o.json === true, out, `${lines(out)}\n\nThe key is shown only now; configure it as the module's x-api-key.`);
+      print(
+        o.json === true,
+        out,
+        `${lines(out)}\n\nThe key is shown only now; configure it as the module's x-api-key.`,
+      );
     });
 
   kvKey
@@ -46,7 +53,10 @@ export function addKvCommands(program: Command, open: OpenHashStore): void {
     });
 }
 
-async function withHashStore<T>(open: OpenHashStore, fn: (s: Pick<HashStore, 'createKey' | 'revokeKey'>) => Promise<T>): Promise<T> {
+async function withHashStore<T>(
+  open: OpenHashStore,
+  fn: (s: Pick<HashStore, 'createKey' | 'revokeKey'>) => Promise<T>,
+): Promise<T> {
   const opened = await open();
   try {
     return await fn(opened.hashStore);

@@ -78,6 +78,11 @@ export function formatMails(rows: readonly MailRow[]): { json: { Mails: MailJson
   const text =
     mails.length === 0
       ? 'no mails'
-      : mails.map((m) => [m.ID, m.CreatedAt, m.Status, m.To, m.Subject].join('\t') + (m.Error === null ? '' : `\t(${m.Error})`)).join('\n');
+      : mails
+          .map(
+            (m) =>
+              [m.ID, m.CreatedAt, m.Status, m.To, m.Subject].join('\t') + (m.Error === null ? '' : `\t(${m.Error})`),
+          )
+          .join('\n');
   return { json: { Mails: mails }, text };
 }

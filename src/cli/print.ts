@@ -6,7 +6,9 @@ export function print(json: boolean, object: Record<string, unknown>, text: stri
 
 /** `key: value` lines of an object, for the text form of `print`. */
 export function lines(object: Record<string, unknown>): string {
-  return Object.entries(object).map(([k, v]) => `${k}: ${String(v)}`).join('\n');
+  return Object.entries(object)
+    .map(([k, v]) => `${k}: ${String(v)}`)
+    .join('\n');
 }
 
 /** A Unix time in the API's timestamp form. */

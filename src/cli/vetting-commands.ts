@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { iso, lines, print } from './print.js';
 import { parsePositive } from './args.js';
-import type { Vetting } from '../ra/vetting.js';
+import type { Vetting } from '../ra/orders/vetting.js';
 
 export type OpenVetting = () => Promise<{ vetting: Vetting; close(): Promise<void> }>;
 
@@ -18,44 +18,78 @@ export function addVettingCommands(program: Command, open: OpenVetting): void {
     }
   };
 
-  vetting.command('list')
+  vetting
+    .command('list')
     .description('orders waiting for vetting, oldest first')
     .option('--json', 'print one JSON object')
     .action(async (o: { json?: boolean }) => {
       const rows = await withVetting((v) => v.list());
-      const out = rows.map(({ order, names }) => {
-        const info = order.organization_json === null ? {} : (JSON.parse(order.organization_json) as { OrganizationName?: string; OrganizationAddress?: { Country?: string } });
-        return {
-          ServiceOrderID: order.id, CustomerID: order.customer_id, ProductCode: order.product_code, ValidationLevel: order.validation_level,
-          OrganizationName: info.OrganizationName ?? '', Country: info.OrganizationAddress?.Country ?? '', Names: names.map((n) => n.name), OrderDate: iso(order.order_date),
-        };
-      });
-      print(o.json === true, { Orders: out }, out.length === 0 ? 'no order is waiting for vetting' : out.map((r) => `${r.ServiceOrderID}\t${r.ProductCode}\t${r.OrganizationName} (${r.Country})\t${r.Names.join(',')}`).join('\n'));
+      const out = rows.map(({ order, names }) => ({
+        ServiceOrderID: order.id,
+        CustomerID: order.customerId,
+        ProductCode: order.productCode,
+        ValidationLevel: order.validationLevel,
+        OrganizationName: order.organization?.OrganizationName ?? '',
+        Country: order.organization?.OrganizationAddress?.Country ?? '',
+        Names: names.map((n) => n.name),
+        OrderDate: iso(order.orderDate),
+      }));
+      print(
+        o.json === true,
+        { Orders: out },
+        out.length === 0
+          ? 'no order is waiting for vetting'
+          : out
+              .map(
+                (r) =>
+                  `${r.ServiceOrderID}\t${r.ProductCode}\t${r.OrganizationName} (${r.Country})\t${r.Names.join(',')}`,
+              )
+              .join('\n'),
+      );
     });
 
-  vetting.command('approve')
+  vetting
+    .command('approve')
     .description('approve the organization of an order and issue its certificate')
     .argument('<id>', 'ServiceOrderID')
-    .option('--business-category <c>', 'EV: Private Organization, Government Entity, Business Entity or Non-Commercial Entity')
+    .option(
+      '--business-category <c>',
+      'EV: Private Organization, Government Entity, Business Entity or Non-Commercial Entity',
+    )
     .option('--registration-number <n>', 'EV: registration number at the registry')
     .option('--jurisdiction-country <cc>', 'EV: country of incorporation (ISO 3166)')
     .option('--jurisdiction-state <s>', 'EV: state or province of incorporation, where it applies')
     .option('--jurisdiction-locality <l>', 'EV: locality of incorporation, where it applies')
     .option('--json', 'print one JSON object')
-    .action(async (id: string, o: { businessCategory?: string; registrationNumber?: string; jurisdictionCountry?: string; jurisdictionState?: string; jurisdictionLocality?: string; json?: boolean }) => {
-      const orderId = parsePositive(id, 'order id');
-      const order = await withVetting((v) => v.approve(orderId, {
-        ...(o.businessCategory === undefined ? {} : { BusinessCategory: o.businessCategory }),
-        ...(o.registrationNumber === undefined ? {} : { RegistrationNumber: o.registrationNumber }),
-        ...(o.jurisdictionCountry === undefined ? {} : { JurisdictionCountry: o.jurisdictionCountry }),
-        ...(o.jurisdictionState === undefined ? {} : { JurisdictionState: o.jurisdictionState }),
-        ...(o.jurisdictionLocality === undefined ? {} : { JurisdictionLocality: o.jurisdictionLocality }),
-      }));
-      const out = { ServiceOrderID: order.id, MajorStatus: order.major_status, MinorStatus: order.minor_status };
-      print(o.json === true, out, lines(out));
-    });
+    .action(
+      async (
+        id: string,
+        o: {
+          businessCategory?: string;
+          registrationNumber?: string;
+          jurisdictionCountry?: string;
+          jurisdictionState?: string;
+          jurisdictionLocality?: string;
+          json?: boolean;
+        },
+      ) => {
+        const orderId = parsePositive(id, 'order id');
+        const order = await withVetting((v) =>
+          v.approve(orderId, {
+            ...(o.businessCategory === undefined ? {} : { BusinessCategory: o.businessCategory }),
+            ...(o.registrationNumber === undefined ? {} : { RegistrationNumber: o.registrationNumber }),
+            ...(o.jurisdictionCountry === undefined ? {} : { JurisdictionCountry: o.jurisdictionCountry }),
+            ...(o.jurisdictionState === undefined ? {} : { JurisdictionState: o.jurisdictionState }),
+            ...(o.jurisdictionLocality === undefined ? {} : { JurisdictionLocality: o.jurisdictionLocality }),
+          }),
+        );
+        const out = { ServiceOrderID: order.id, MajorStatus: order.majorStatus, MinorStatus: order.minorStatus };
+        print(o.json === true, out, lines(out));
+      },
+    );
 
-  vetting.command('reject')
+  vetting
+    .command('reject')
     .description('reject the organization of an order: it FAILs (REJECTED) and is refunded')
     .argument('<id>', 'ServiceOrderID')
     .requiredOption('--reason <text>', 'why (recorded and shown to the operator)')
@@ -63,7 +97,7 @@ export function addVettingCommands(program: Command, open: OpenVetting): void {
     .action(async (id: string, o: { reason: string; json?: boolean }) => {
       const orderId = parsePositive(id, 'order id');
       const order = await withVetting((v) => v.reject(orderId, o.reason));
-      const out = { ServiceOrderID: order.id, MajorStatus: order.major_status, MinorStatus: order.minor_status };
+      const out = { ServiceOrderID: order.id, MajorStatus: order.majorStatus, MinorStatus: order.minorStatus };
       print(o.json === true, out, lines(out));
     });
 }

@@ -33,13 +33,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       continue;
     }
     const value = key.parse(raw);
-    if (value !== null && typeof value === 'object' && 'problem' in value) problems.push(`${key.env}: ${String(value.problem)}`);
+    if (value !== null && typeof value === 'object' && 'problem' in value)
+      problems.push(`${key.env}: ${String(value.problem)}`);
     else out[name] = value;
   }
   // Unknown CERTDESK_* names are most likely typos: refuse them rather than ignore them.
   const known = new Set(Object.values(SCHEMA).flatMap((k: Key<unknown>) => [k.env, `${k.env}_FILE`]));
   for (const name of Object.keys(env)) {
-    if (name.startsWith('CERTDESK_') && !name.startsWith('CERTDESK_TEST_') && !known.has(name)) problems.push(`${name}: unknown setting`);
+    if (name.startsWith('CERTDESK_') && !name.startsWith('CERTDESK_TEST_') && !known.has(name))
+      problems.push(`${name}: unknown setting`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   if (out.publicUrl === undefined) out.publicUrl = `http://${hostForUrl(out.host as string)}:${String(out.port)}`;

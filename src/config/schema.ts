@@ -40,7 +40,10 @@ const trustProxy: Parser<false | number | string[]> = (t) => {
   if (v === '' || v === 'false' || v === '0') return false;
   if (v === 'true') return 1;
   if (/^\d{1,2}$/.test(v)) return Number(v);
-  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = list.filter((s) => !/^[0-9a-f.:]+(\/\d{1,3})?$/.test(s));
   return bad.length === 0 ? list : { problem: `not a hop count or address list: ${bad.join(', ')}` };
 };
@@ -66,68 +69,147 @@ const smtpUrl: Parser<string> = (t) => {
   }
 };
 const hostPorts: Parser<string[]> = (t) => {
-  const list = t.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = t
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = list.filter((s) => !/^(\[[0-9a-fA-F:.]+\]|[0-9a-zA-Z.-]+)(:\d{1,5})?$/.test(s));
   return bad.length === 0 ? list : { problem: `not host:port: ${bad.join(', ')}` };
 };
-const list: Parser<string[]> = (t) => t.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+const list: Parser<string[]> = (t) =>
+  t
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 const logLevel: Parser<string> = (t) =>
   ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(t) ? t : { problem: `not a log level: ${t}` };
 
-const rsaBits: Parser<number> = (t) => (['2048', '3072', '4096'].includes(t.trim()) ? Number(t) : { problem: `not 2048, 3072 or 4096: ${t}` });
+const rsaBits: Parser<number> = (t) =>
+  ['2048', '3072', '4096'].includes(t.trim()) ? Number(t) : { problem: `not 2048, 3072 or 4096: ${t}` };
 
 export const SCHEMA = {
-  host: { env: 'CERTDESK_HOST', default: '127.0.0.1', parse: text, doc: 'Address of the API, OAuth, PKI and web listener.' },
+  host: {
+    env: 'CERTDESK_HOST',
+    default: '127.0.0.1',
+    parse: text,
+    doc: 'Address of the API, OAuth, PKI and web listener.',
+  },
   port: { env: 'CERTDESK_PORT', default: '8080', parse: port, doc: 'Port of that listener.' },
   kvPort: { env: 'CERTDESK_KV_PORT', default: '8081', parse: port, doc: 'Port of the hash store listener (0 = off).' },
   dataDir: { env: 'CERTDESK_DATA_DIR', default: './data', parse: text, doc: 'SQLite file, CA key files, outbox.' },
   databaseUrl: {
-    env: 'CERTDESK_DATABASE_URL', parse: databaseUrl, fileable: true,
+    env: 'CERTDESK_DATABASE_URL',
+    parse: databaseUrl,
+    fileable: true,
     doc: '`postgres://…` for PostgreSQL; unset = SQLite file `certdesk.db` in the data directory.',
   },
-  publicUrl: { env: 'CERTDESK_PUBLIC_URL', parse: url, doc: 'Base of links put in certificates and e-mails; default `http://<host>:<port>`.' },
-  catalog: { env: 'CERTDESK_CATALOG', parse: text, doc: 'Path of a product catalog file (docs/catalog.md); unset = the bundled catalog.' },
-  dnsServers: { env: 'CERTDESK_DNS_SERVERS', parse: hostPorts, doc: '`host:port,…` for every DCV, CAA and approver lookup; unset = system resolvers.' },
-  validationHttpPort: { env: 'CERTDESK_VALIDATION_HTTP_PORT', default: '80', parse: port, doc: 'Port the FILE check connects to (443 for https).' },
+  publicUrl: {
+    env: 'CERTDESK_PUBLIC_URL',
+    parse: url,
+    doc: 'Base of links put in certificates and e-mails; default `http://<host>:<port>`.',
+  },
+  catalog: {
+    env: 'CERTDESK_CATALOG',
+    parse: text,
+    doc: 'Path of a product catalog file (docs/catalog.md); unset = the bundled catalog.',
+  },
+  dnsServers: {
+    env: 'CERTDESK_DNS_SERVERS',
+    parse: hostPorts,
+    doc: '`host:port,…` for every DCV, CAA and approver lookup; unset = system resolvers.',
+  },
+  validationHttpPort: {
+    env: 'CERTDESK_VALIDATION_HTTP_PORT',
+    default: '80',
+    parse: port,
+    doc: 'Port the FILE check connects to (443 for https).',
+  },
   validationAllowPrivate: {
-    env: 'CERTDESK_VALIDATION_ALLOW_PRIVATE', default: 'false', parse: bool,
+    env: 'CERTDESK_VALIDATION_ALLOW_PRIVATE',
+    default: 'false',
+    parse: bool,
     doc: 'Allow DCV fetches to loopback/private addresses (tests only).',
   },
-  smtpUrl: { env: 'CERTDESK_SMTP_URL', parse: smtpUrl, fileable: true, doc: '`smtp://host:port`; unset = mail goes to the outbox only.' },
-  tokenTtl: { env: 'CERTDESK_TOKEN_TTL', default: '86400', parse: positiveInt, doc: 'Access token lifetime in seconds (spec sample: 86400).' },
-  refreshTokenTtl: { env: 'CERTDESK_REFRESH_TOKEN_TTL', default: '2592000', parse: positiveInt, doc: 'Refresh token lifetime in seconds (30 days).' },
+  smtpUrl: {
+    env: 'CERTDESK_SMTP_URL',
+    parse: smtpUrl,
+    fileable: true,
+    doc: '`smtp://host:port`; unset = mail goes to the outbox only.',
+  },
+  tokenTtl: {
+    env: 'CERTDESK_TOKEN_TTL',
+    default: '86400',
+    parse: positiveInt,
+    doc: 'Access token lifetime in seconds (spec sample: 86400).',
+  },
+  refreshTokenTtl: {
+    env: 'CERTDESK_REFRESH_TOKEN_TTL',
+    default: '2592000',
+    parse: positiveInt,
+    doc: 'Refresh token lifetime in seconds (30 days).',
+  },
   authCacheSeconds: {
-    env: 'CERTDESK_AUTH_CACHE_SECONDS', default: '5', parse: nonNegativeInt,
+    env: 'CERTDESK_AUTH_CACHE_SECONDS',
+    default: '5',
+    parse: nonNegativeInt,
     doc: 'How long a process may reuse a resolved token without asking the database (0 = never). Revocations made in the same process act at once; others within this time.',
   },
-  rateLimit: { env: 'CERTDESK_RATE_LIMIT', default: '1200', parse: positiveInt, doc: 'Requests per minute per API application (all its tokens together).' },
+  rateLimit: {
+    env: 'CERTDESK_RATE_LIMIT',
+    default: '1200',
+    parse: positiveInt,
+    doc: 'Requests per minute per API application (all its tokens together).',
+  },
   rateLimitAnonymous: {
-    env: 'CERTDESK_RATE_LIMIT_ANONYMOUS', default: '60', parse: positiveInt,
+    env: 'CERTDESK_RATE_LIMIT_ANONYMOUS',
+    default: '60',
+    parse: positiveInt,
     doc: 'Requests per minute per client address without a valid token (token endpoint, anonymous endpoints).',
   },
-  bodyLimit: { env: 'CERTDESK_BODY_LIMIT', default: '1048576', parse: positiveInt, doc: 'Largest accepted request body in bytes (413 beyond).' },
+  bodyLimit: {
+    env: 'CERTDESK_BODY_LIMIT',
+    default: '1048576',
+    parse: positiveInt,
+    doc: 'Largest accepted request body in bytes (413 beyond).',
+  },
+  requestTimeoutMs: {
+    env: 'CERTDESK_REQUEST_TIMEOUT_MS',
+    default: '30000',
+    parse: positiveInt,
+    doc: 'Milliseconds a request (headers and body) may take to arrive, on the API and hash store listeners; a slower or stalled one gets 408 and its connection is closed (within about a second after).',
+  },
   blockedNames: {
-    env: 'CERTDESK_BLOCKED_NAMES', default: '', parse: list,
+    env: 'CERTDESK_BLOCKED_NAMES',
+    default: '',
+    parse: list,
     doc: 'Extra names refused by /ValidateName and orders, comma-separated (`example.com`, `*.example.com`, or a bare label).',
   },
   trustProxy: {
-    env: 'CERTDESK_TRUST_PROXY', default: 'false', parse: trustProxy,
+    env: 'CERTDESK_TRUST_PROXY',
+    default: 'false',
+    parse: trustProxy,
     doc: 'Reverse proxies whose X-Forwarded-For is believed: `false`, a hop count (`1` = the nearest proxy; `true` means 1), or a comma list of proxy addresses/CIDRs. Never trust every hop: the client writes the left-most entry.',
   },
   caKeyFile: {
-    env: 'CERTDESK_CA_KEY_FILE', parse: text,
+    env: 'CERTDESK_CA_KEY_FILE',
+    parse: text,
     doc: 'File holding the 256-bit key that encrypts the CA private keys (AES-256-GCM); created 0600 on first start. Unset = `ca-keys.secret` in the data directory. Keep a copy apart from the database: without it the CA cannot sign.',
   },
   caRsaRootBits: {
-    env: 'CERTDESK_CA_RSA_ROOT_BITS', default: '4096', parse: rsaBits,
+    env: 'CERTDESK_CA_RSA_ROOT_BITS',
+    default: '4096',
+    parse: rsaBits,
     doc: 'RSA modulus of new CA roots made by `ca init` (2048, 3072 or 4096); existing keys are kept.',
   },
   caRsaIntermediateBits: {
-    env: 'CERTDESK_CA_RSA_INTERMEDIATE_BITS', default: '2048', parse: rsaBits,
+    env: 'CERTDESK_CA_RSA_INTERMEDIATE_BITS',
+    default: '2048',
+    parse: rsaBits,
     doc: 'RSA modulus of new issuing CAs made by `ca init` (2048, 3072 or 4096): 2048 signs about 4x faster than 4096.',
   },
   caMaxValidityDays: {
-    env: 'CERTDESK_CA_MAX_VALIDITY_DAYS', parse: positiveInt,
+    env: 'CERTDESK_CA_MAX_VALIDITY_DAYS',
+    parse: positiveInt,
     doc: 'Longest leaf certificate lifetime in days for a private PKI. Unset = the Baseline Requirements schedule on the issue date (200 days from 2026-03-15, 100 from 2027-03-15, 47 from 2029-03-15).',
   },
   logLevel: { env: 'CERTDESK_LOG_LEVEL', default: 'info', parse: logLevel, doc: 'pino log level.' },
@@ -139,5 +221,7 @@ type Schema = typeof SCHEMA;
 
 /** The validated configuration: keys with a default are always set. */
 export type Config = {
-  readonly [K in keyof Schema]: Schema[K] extends { default: string } ? ValueOf<Schema[K]> : ValueOf<Schema[K]> | undefined;
+  readonly [K in keyof Schema]: Schema[K] extends { default: string }
+    ? ValueOf<Schema[K]>
+    : ValueOf<Schema[K]> | undefined;
 };

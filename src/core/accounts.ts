@@ -13,6 +13,10 @@ export interface Customer {
   readonly locale: string;
   readonly timezone: string;
   readonly createdAt: number;
+  /** The least length of its users' passwords (the other password rules hold for every customer). */
+  readonly passwordMinLength: number;
+  /** Every user must sign in with a second factor (TOTP). */
+  readonly requireTwoFactor: boolean;
 }
 
 /** A (sub-)user of a customer; effective rights are its roles ∩ the token's scopes. */
@@ -42,6 +46,9 @@ export interface Application {
   readonly name: string;
   readonly clientId: string;
   readonly scopes: readonly Scope[];
+  /** Where the authorization_code flow may send its codes (matched exactly); none for a client_credentials-only application. */
+  readonly redirectUris: readonly string[];
+  readonly createdAt: number;
   readonly revoked: boolean;
 }
 

@@ -16,7 +16,12 @@ export const DV_AUTH_METHODS = ['FILE', 'DNS', 'META', 'EMAIL'] as const;
 export type DvAuthMethod = (typeof DV_AUTH_METHODS)[number];
 
 /** Spec 2.9; SHA256-FULL-CHAIN is the default and every brand offers it. */
-export const SIGNATURE_HASH_ALGORITHMS = ['SHA256-FULL-CHAIN', 'SHA256-ECC-HYBRID', 'SHA2-256', 'SHA256-ECC-FULL'] as const;
+export const SIGNATURE_HASH_ALGORITHMS = [
+  'SHA256-FULL-CHAIN',
+  'SHA256-ECC-HYBRID',
+  'SHA2-256',
+  'SHA256-ECC-FULL',
+] as const;
 export type SignatureHashAlgorithm = (typeof SIGNATURE_HASH_ALGORITHMS)[number];
 export const DEFAULT_SIGNATURE_HASH_ALGORITHM: SignatureHashAlgorithm = 'SHA256-FULL-CHAIN';
 
@@ -33,7 +38,13 @@ export const DCV_CONVENTIONS = ['token', 'hash'] as const;
 export type DcvConvention = (typeof DCV_CONVENTIONS)[number];
 
 /** Spec 2.3 SANFeatures values. */
-export const SAN_FEATURES = ['externalDomains', 'equalDomains', 'HostOnlyIncluded', 'dailyMalwareScan', 'wildcard'] as const;
+export const SAN_FEATURES = [
+  'externalDomains',
+  'equalDomains',
+  'HostOnlyIncluded',
+  'dailyMalwareScan',
+  'wildcard',
+] as const;
 export type SanFeature = (typeof SAN_FEATURES)[number];
 
 export const PRICING_MODELS = ['certificate', 'license'] as const;

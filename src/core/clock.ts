@@ -28,7 +28,8 @@ export function formatTimestamp(seconds: number | null | undefined): string | nu
 
 /** Parses an ISO 8601 timestamp into whole UTC seconds; undefined when it is not one. */
 export function parseTimestamp(text: string): number | undefined {
-  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(text.trim())) return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(text.trim()))
+    return undefined;
   const ms = Date.parse(text.trim());
   return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
 }

@@ -19,9 +19,19 @@ export interface Tlv {
 }
 
 export const TAG = {
-  INTEGER: 0x02, BIT_STRING: 0x03, OCTET_STRING: 0x04, NULL: 0x05, OID: 0x06, UTF8_STRING: 0x0c,
-  PRINTABLE_STRING: 0x13, TELETEX_STRING: 0x14, IA5_STRING: 0x16, UNIVERSAL_STRING: 0x1c, BMP_STRING: 0x1e,
-  SEQUENCE: 0x30, SET: 0x31,
+  INTEGER: 0x02,
+  BIT_STRING: 0x03,
+  OCTET_STRING: 0x04,
+  NULL: 0x05,
+  OID: 0x06,
+  UTF8_STRING: 0x0c,
+  PRINTABLE_STRING: 0x13,
+  TELETEX_STRING: 0x14,
+  IA5_STRING: 0x16,
+  UNIVERSAL_STRING: 0x1c,
+  BMP_STRING: 0x1e,
+  SEQUENCE: 0x30,
+  SET: 0x31,
 } as const;
 
 /** Reads the TLV at `pos`, which must end by `limit`. Throws DerError otherwise. */
@@ -51,7 +61,7 @@ export function readTlv(buf: Uint8Array, pos: number, limit = buf.length): Tlv {
 export function children(buf: Uint8Array, parent: Tlv): Tlv[] {
   if ((parent.tag & 0x20) === 0) throw new DerError('not constructed');
   const out: Tlv[] = [];
-  for (let pos = parent.contentStart; pos < parent.end; ) {
+  for (let pos = parent.contentStart; pos < parent.end;) {
     const child = readTlv(buf, pos, parent.end);
     out.push(child);
     pos = child.end;

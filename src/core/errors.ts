@@ -38,7 +38,11 @@ export class CertdeskError extends Error {
   /** Further faults of the same request, reported together; the first mirrors this error. */
   readonly faults: readonly FieldFault[];
 
-  constructor(kind: ErrorKind, message?: string, options: { field?: string; faults?: FieldFault[]; cause?: unknown } = {}) {
+  constructor(
+    kind: ErrorKind,
+    message?: string,
+    options: { field?: string; faults?: FieldFault[]; cause?: unknown } = {},
+  ) {
     super(message ?? kind, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'CertdeskError';
     this.kind = kind;

@@ -6,6 +6,8 @@ export type CustomerId = Brand<number, 'CustomerId'>;
 export type UserId = Brand<number, 'UserId'>;
 export type ApplicationId = Brand<number, 'ApplicationId'>;
 export type OrderId = Brand<number, 'OrderId'>;
+/** One name of an order (a row of its DCV state). */
+export type OrderNameId = Brand<number, 'OrderNameId'>;
 export type CertificateId = Brand<number, 'CertificateId'>;
 export type JobId = Brand<number, 'JobId'>;
 
@@ -13,5 +15,6 @@ export const customerId = (n: number) => n as CustomerId;
 export const userId = (n: number) => n as UserId;
 export const applicationId = (n: number) => n as ApplicationId;
 export const orderId = (n: number) => n as OrderId;
+export const orderNameId = (n: number) => n as OrderNameId;
 export const certificateId = (n: number) => n as CertificateId;
 export const jobId = (n: number) => n as JobId;

@@ -19,13 +19,25 @@ export interface JobPayloads {
   'order.renew-subscriptions': Record<string, never>;
   /** Daily: DCV and expiry reminders by mail to the order's contacts. Recurring. */
   'notify.reminders': Record<string, never>;
+  /**
+   * Revokes every certificate of an order that is not revoked yet. Queued with a cancel, in its
+   * transaction: the cancel revokes at once, and this job finishes the work if the process died first.
+   */
+  'order.revoke-certificates': { readonly orderId: number; readonly reason: 'cessationOfOperation' };
 }
 
 /** The name of a job: a closed union derived from `JobPayloads`. */
 export type JobName = keyof JobPayloads;
 
 // A Record over the union, so forgetting a name here is a compile error too.
-const NAMES: Record<JobName, true> = { 'housekeeping.purge': true, 'ca.refresh-crls': true, 'order.validate': true, 'order.renew-subscriptions': true, 'notify.reminders': true };
+const NAMES: Record<JobName, true> = {
+  'housekeeping.purge': true,
+  'ca.refresh-crls': true,
+  'order.validate': true,
+  'order.renew-subscriptions': true,
+  'notify.reminders': true,
+  'order.revoke-certificates': true,
+};
 
 /**
  * Whether a name read back from the database is one this build knows. A job written by a newer

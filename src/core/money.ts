@@ -23,3 +23,18 @@ export function fromMinor(minor: number, currency: string): number {
 export function isCurrencyCode(text: string): boolean {
   return /^[A-Z]{3}$/.test(text);
 }
+
+/** An amount in one currency, held as integer minor units (DESIGN §5.1). */
+export interface Money {
+  readonly minor: number;
+  readonly currency: string;
+}
+
+export function money(minor: number, currency: string): Money {
+  return { minor, currency };
+}
+
+/** The amount as rendered: a number with the currency's decimals (1250 EUR → 12.5, 7963 JPY → 7963). */
+export function amountOf(m: Money): number {
+  return fromMinor(m.minor, m.currency);
+}

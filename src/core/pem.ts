@@ -1,5 +1,5 @@
-// Decoding of PKCS#10 certificate requests shared by src/validation/csr.ts and src/ca/checks.ts:
-// the PEM/base64 text layer, and the requested subjectAltName extension. Imports only src/core.
+// Decoding of PKCS#10 certificate requests for the one CSR reader (core/csr.ts): the PEM/base64
+// text layer, and the requested subjectAltName extension. Imports only src/core.
 import { TAG, children, expectTag, oidText, type Tlv } from './der.js';
 
 const SAN_OID = '2.5.29.17';
@@ -22,7 +22,8 @@ export function decodeCsrText(text: string, maxChars: number): { der: Uint8Array
   let body = trimmed;
   if (trimmed.startsWith('-----')) {
     const begin = /^-----BEGIN ([A-Z0-9 ]{1,64})-----/.exec(trimmed);
-    if (!begin?.[1]) return { problem: 'The CSR could not be parsed: its "-----BEGIN CERTIFICATE REQUEST-----" line is damaged.' };
+    if (!begin?.[1])
+      return { problem: 'The CSR could not be parsed: its "-----BEGIN CERTIFICATE REQUEST-----" line is damaged.' };
     const label = begin[1];
     if (!CSR_PEM_LABELS.includes(label)) {
       return { problem: `The CSR could not be parsed: the PEM block is a "${label}", not a "CERTIFICATE REQUEST".` };
@@ -30,16 +31,21 @@ export function decodeCsrText(text: string, maxChars: number): { der: Uint8Array
     const endLine = `-----END ${label}-----`;
     const end = trimmed.indexOf(endLine, begin[0].length);
     if (end < 0) return { problem: `The CSR could not be parsed: it has no "${endLine}" line; it seems truncated.` };
-    if (end + endLine.length !== trimmed.length) return { problem: `The CSR could not be parsed: there is text after "${endLine}".` };
+    if (end + endLine.length !== trimmed.length)
+      return { problem: `The CSR could not be parsed: there is text after "${endLine}".` };
     body = trimmed.slice(begin[0].length, end);
   }
   const b64 = body.replace(/\s+/g, '');
   const bad = /[^A-Za-z0-9+/=]/.exec(b64);
   if (bad) {
-    return { problem: `The CSR could not be parsed: it is neither PEM nor valid base64 (invalid character ${JSON.stringify(bad[0])}).` };
+    return {
+      problem: `The CSR could not be parsed: it is neither PEM nor valid base64 (invalid character ${JSON.stringify(bad[0])}).`,
+    };
   }
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 === 1) {
-    return { problem: 'The CSR could not be parsed: it is neither PEM nor valid base64 (misplaced padding or wrong length).' };
+    return {
+      problem: 'The CSR could not be parsed: it is neither PEM nor valid base64 (misplaced padding or wrong length).',
+    };
   }
   const der = new Uint8Array(Buffer.from(b64, 'base64'));
   if (der.length === 0) return { problem: 'The CSR is empty.' };

@@ -50,9 +50,24 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
     clock = new FixedClock(T);
   });
 
-  const enqueue = async () => (await repo.enqueue({ name: 'housekeeping.purge', payload: {}, runAt: clock.nowSeconds() }, clock.nowSeconds())).id;
+  const enqueue = async () =>
+    (await repo.enqueue({ name: 'housekeeping.purge', payload: {}, runAt: clock.nowSeconds() }, clock.nowSeconds())).id;
   const worker = (run: Handlers['housekeeping.purge'], options: Partial<WorkerOptions> = {}) =>
-    new Worker({ repo, clock, logger: memoryLogger().logger, handlers: { 'housekeeping.purge': run, 'ca.refresh-crls': async () => undefined, 'order.validate': async () => undefined, 'order.renew-subscriptions': async () => undefined, 'notify.reminders': async () => undefined } satisfies Handlers, pollIntervalMs: 20, ...options });
+    new Worker({
+      repo,
+      clock,
+      logger: memoryLogger().logger,
+      handlers: {
+        'housekeeping.purge': run,
+        'ca.refresh-crls': async () => undefined,
+        'order.validate': async () => undefined,
+        'order.renew-subscriptions': async () => undefined,
+        'notify.reminders': async () => undefined,
+        'order.revoke-certificates': async () => undefined,
+      } satisfies Handlers,
+      pollIntervalMs: 20,
+      ...options,
+    });
 
   it('runs a due job with its payload and marks it done', async () => {
     const id = await enqueue();
@@ -67,9 +82,12 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
   it('retries a failing job after an exponential backoff', async () => {
     const id = await enqueue();
     let calls = 0;
-    const w = worker(async () => {
-      if (++calls <= 2) throw new Error(`flaky ${calls}`);
-    }, { backoff: exponentialBackoff({ baseSeconds: 5, random: () => 0 }) });
+    const w = worker(
+      async () => {
+        if (++calls <= 2) throw new Error(`flaky ${calls}`);
+      },
+      { backoff: exponentialBackoff({ baseSeconds: 5, random: () => 0 }) },
+    );
     expect(await w.runOnce()).toBe(1);
     expect(await repo.byId(id)).toMatchObject({ status: 'queued', runAt: T + 10, lastError: 'flaky 1' });
     clock.advance(9);
@@ -84,11 +102,17 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
 
   it('marks a job dead after maxAttempts failures, including one no handler knows', async () => {
     const id = await enqueue();
-    await db.kysely.insertInto('jobs').values({ name: 'from.newer.build', payload: '{}', status: 'queued', run_at: T, created_at: T, updated_at: T }).execute();
+    await db.kysely
+      .insertInto('jobs')
+      .values({ name: 'from.newer.build', payload: '{}', status: 'queued', run_at: T, created_at: T, updated_at: T })
+      .execute();
     const { logger, lines } = memoryLogger();
-    const w = worker(async () => {
-      throw new Error('always');
-    }, { maxAttempts: 3, logger });
+    const w = worker(
+      async () => {
+        throw new Error('always');
+      },
+      { maxAttempts: 3, logger },
+    );
     for (let i = 0; i < 3; i++) {
       expect(await w.runOnce()).toBe(2);
       clock.advance(3600);
@@ -97,17 +121,24 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
     expect(await repo.byId(id)).toMatchObject({ status: 'dead', attempts: 3, lastError: 'always' });
     expect(await repo.countByStatus()).toEqual({ queued: 0, running: 0, done: 0, dead: 2 });
     expect(lines.filter((l) => l.msg === 'job failed for the last time: dead')).toHaveLength(2);
-    expect(lines.some((l) => l.obj && 'err' in l.obj && String(l.obj.err).includes('no handler for job name from.newer.build'))).toBe(true);
+    expect(
+      lines.some(
+        (l) => l.obj && 'err' in l.obj && String(l.obj.err).includes('no handler for job name from.newer.build'),
+      ),
+    ).toBe(true);
   });
 
   it('renews the lease while a long handler runs', async () => {
     const id = await enqueue();
     let leaseSeen: number | null | undefined;
-    const w = worker(async () => {
-      clock.advance(30);
-      await sleep(500); // renewal every third of the one-second lease
-      leaseSeen = (await repo.byId(id))?.leaseExpiresAt;
-    }, { leaseSeconds: 1 });
+    const w = worker(
+      async () => {
+        clock.advance(30);
+        await sleep(500); // renewal every third of the one-second lease
+        leaseSeen = (await repo.byId(id))?.leaseExpiresAt;
+      },
+      { leaseSeconds: 1 },
+    );
     await w.runOnce();
     expect(leaseSeen).toBe(T + 31);
   });
@@ -117,10 +148,13 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const started: JobId[] = [];
-    const w = worker(async (_p, ctx) => {
-      started.push(ctx.id);
-      await gate;
-    }, { concurrency: 1 });
+    const w = worker(
+      async (_p, ctx) => {
+        started.push(ctx.id);
+        await gate;
+      },
+      { concurrency: 1 },
+    );
     w.start();
     await vi.waitFor(() => expect(started).toEqual([first]));
     const second = await enqueue();
@@ -142,10 +176,13 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     let signal: AbortSignal | undefined;
     const { logger, lines } = memoryLogger();
-    const w = worker(async (_p, ctx) => {
-      signal = ctx.signal;
-      await gate;
-    }, { leaseSeconds: 10, logger });
+    const w = worker(
+      async (_p, ctx) => {
+        signal = ctx.signal;
+        await gate;
+      },
+      { leaseSeconds: 10, logger },
+    );
     w.start();
     await vi.waitFor(() => expect(signal).toBeDefined());
     expect(await w.stop(50)).toBe(false);
@@ -164,11 +201,12 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
     for (let i = 0; i < 40; i++) ids.add(await enqueue());
     const runs = new Map<JobId, number>();
     const byWorker = [0, 0];
-    const make = (n: number) => worker(async (_p, ctx) => {
-      runs.set(ctx.id, (runs.get(ctx.id) ?? 0) + 1);
-      byWorker[n]! += 1;
-      await sleep(5);
-    });
+    const make = (n: number) =>
+      worker(async (_p, ctx) => {
+        runs.set(ctx.id, (runs.get(ctx.id) ?? 0) + 1);
+        byWorker[n]! += 1;
+        await sleep(5);
+      });
     const workers = [make(0), make(1)];
     for (const w of workers) w.start();
     await vi.waitFor(async () => expect((await repo.countByStatus()).done).toBe(40), { timeout: 10_000, interval: 50 });

@@ -1,20 +1,28 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
-import type { Clock, JobId } from '../core/index.js';
+import { holderIsGone, newHolderId, type Clock, type JobId } from '../core/index.js';
 import { isJobName } from '../core/jobs.js';
 import type { JobsRepo, StoredJob } from '../storage/jobs-repo.js';
 import { exponentialBackoff, type Backoff } from './backoff.js';
 import type { Handlers, JobContext, WorkerLogger } from './handlers.js';
 
-export type WorkerRepo = Pick<JobsRepo, 'claimDue' | 'markDone' | 'markRetry' | 'markDead' | 'extendLease'>;
+export type WorkerRepo = Pick<
+  JobsRepo,
+  'claimDue' | 'markDone' | 'markRetry' | 'markDead' | 'extendLease' | 'endLeasesOfGoneOwners'
+>;
 
 export interface WorkerOptions {
   readonly repo: WorkerRepo;
   readonly handlers: Handlers;
   readonly clock: Clock;
   readonly logger: WorkerLogger;
-  /** Lease holder name, unique per worker (default `hostname:pid:random`). */
+  /** Lease holder name, unique per worker (default `hostname:pid:random`, see `newHolderId`). */
   readonly owner?: string;
+  /**
+   * Whether a lease owner is certainly gone (default `holderIsGone`: a dead process on this host).
+   * Their jobs are taken over at start and at every sweep instead of when the leases lapse.
+   */
+  readonly isGone?: (owner: string) => boolean;
+  /** Seconds between sweeps for leases of gone owners (default: the lease time). */
+  readonly sweepSeconds?: number;
   /** How long a claim lasts without renewal (default 60 s); renewed every third of it while the handler runs. */
   readonly leaseSeconds?: number;
   /** Pause between polls when there is nothing to do (default 1000 ms). */
@@ -52,14 +60,24 @@ export class Worker {
   private ticking = false;
   private again = false;
   private stopped: Promise<boolean> | undefined;
+  private lastSweep = Number.NEGATIVE_INFINITY;
 
   constructor(options: WorkerOptions) {
-    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    this.owner = options.owner ?? newHolderId();
+    const leaseSeconds = options.leaseSeconds ?? 60;
     this.o = {
-      leaseSeconds: 60, pollIntervalMs: 1000, maxAttempts: 10, backoff: exponentialBackoff(), concurrency: 4,
-      drainTimeoutMs: 30_000, ...withoutUndefined(options),
+      leaseSeconds,
+      pollIntervalMs: 1000,
+      maxAttempts: 10,
+      backoff: exponentialBackoff(),
+      concurrency: 4,
+      drainTimeoutMs: 30_000,
+      isGone: holderIsGone,
+      sweepSeconds: leaseSeconds,
+      ...withoutUndefined(options),
     };
-    if (!Number.isInteger(this.o.leaseSeconds) || this.o.leaseSeconds < 1) throw new Error('leaseSeconds must be a whole number ≥ 1');
+    if (!Number.isInteger(this.o.leaseSeconds) || this.o.leaseSeconds < 1)
+      throw new Error('leaseSeconds must be a whole number ≥ 1');
     if (this.o.maxAttempts < 1 || this.o.concurrency < 1) throw new Error('maxAttempts and concurrency must be ≥ 1');
   }
 
@@ -157,6 +175,7 @@ export class Worker {
   private async claimAndStart(): Promise<Promise<void>[]> {
     const room = this.room();
     if (this.stopped !== undefined || room === 0) return [];
+    await this.sweep();
     this.reserved += room;
     const claim = this.o.repo.claimDue(this.owner, this.o.clock.nowSeconds(), this.o.leaseSeconds, room);
     this.claims.add(claim);
@@ -168,8 +187,31 @@ export class Worker {
     }
   }
 
+  /**
+   * A process killed on this host leaves its jobs leased for up to `leaseSeconds`; ending those
+   * leases at once lets a restarted worker resume them promptly. Owners on other hosts are not
+   * judged: their leases lapse on time. At most one sweep per `sweepSeconds`.
+   */
+  private async sweep(): Promise<void> {
+    const now = this.o.clock.nowSeconds();
+    if (now - this.lastSweep < this.o.sweepSeconds) return;
+    this.lastSweep = now;
+    try {
+      const ended = await this.o.repo.endLeasesOfGoneOwners(this.o.isGone, now);
+      if (ended > 0) this.o.logger.warn({ ended }, 'took over the jobs of a worker process that is gone');
+    } catch (err) {
+      this.o.logger.warn({ err }, 'sweep for leases of gone workers failed');
+    }
+  }
+
   private startJob(job: StoredJob): Promise<void> {
-    const flight: InFlight = { job, controller: new AbortController(), renew: undefined, finished: false, done: Promise.resolve() };
+    const flight: InFlight = {
+      job,
+      controller: new AbortController(),
+      renew: undefined,
+      finished: false,
+      done: Promise.resolve(),
+    };
     flight.renew = setInterval(() => void this.renew(flight), (this.o.leaseSeconds * 1000) / 3);
     flight.renew.unref();
     this.inFlight.set(job.id, flight);
@@ -188,7 +230,12 @@ export class Worker {
     try {
       if (!isJobName(job.name)) throw new Error(`no handler for job name ${job.name}`);
       const handler = this.o.handlers[job.name] as (payload: unknown, ctx: JobContext) => Promise<void>;
-      await handler(job.payload, { id: job.id, name: job.name, attempts: job.attempts, signal: flight.controller.signal });
+      await handler(job.payload, {
+        id: job.id,
+        name: job.name,
+        attempts: job.attempts,
+        signal: flight.controller.signal,
+      });
     } catch (err) {
       failed = true;
       failure = err;

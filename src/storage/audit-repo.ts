@@ -25,15 +25,17 @@ export class AuditRepo {
     if (events.length === 0) return;
     await this.db.kysely
       .insertInto('audit_events')
-      .values(events.map((event) => ({
-        at: event.at,
-        customer_id: event.customerId,
-        actor: event.actor,
-        client_address: event.clientAddress,
-        action: event.action,
-        subject: event.subject,
-        details: event.details === undefined ? null : JSON.stringify(event.details),
-      })))
+      .values(
+        events.map((event) => ({
+          at: event.at,
+          customer_id: event.customerId,
+          actor: event.actor,
+          client_address: event.clientAddress,
+          action: event.action,
+          subject: event.subject,
+          details: event.details === undefined ? null : JSON.stringify(event.details),
+        })),
+      )
       .execute();
   }
 

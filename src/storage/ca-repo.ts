@@ -4,6 +4,9 @@ import type { CaCertificatesTable, CaKeysTable, CertificatesTable } from './sche
 
 export type CaKeyRow = Selectable<CaKeysTable>;
 export type CaCertificateRow = Selectable<CaCertificatesTable>;
+/** RFC 5280 CRLReason superseded: a leaf recorded under a lost claim was replaced by the new holder's. */
+const SUPERSEDED = 4;
+
 export type NewLeaf = Omit<Insertable<CertificatesTable>, 'id' | 'revoked_at' | 'revocation_reason'>;
 
 /** What OCSP and revocation need to know about one leaf. */
@@ -25,11 +28,31 @@ export interface RevokedEntry {
   readonly reason: number | null;
 }
 
-const leafColumns = ['id', 'key_id', 'issuer_id', 'serial', 'order_id', 'customer_id', 'not_after', 'revoked_at', 'revocation_reason'] as const;
+/** RFC 5280 §5.3.1 CRLReason keyCompromise. */
+const KEY_COMPROMISE = 1;
+
+const leafColumns = [
+  'id',
+  'key_id',
+  'issuer_id',
+  'serial',
+  'order_id',
+  'customer_id',
+  'not_after',
+  'revoked_at',
+  'revocation_reason',
+] as const;
 type LeafRow = Pick<Selectable<CertificatesTable>, (typeof leafColumns)[number]>;
 const toStatus = (r: LeafRow): LeafStatus => ({
-  id: r.id, keyId: r.key_id, issuerId: r.issuer_id, serial: r.serial, orderId: r.order_id, customerId: r.customer_id,
-  notAfter: r.not_after, revokedAt: r.revoked_at, reason: r.revocation_reason,
+  id: r.id,
+  keyId: r.key_id,
+  issuerId: r.issuer_id,
+  serial: r.serial,
+  orderId: r.order_id,
+  customerId: r.customer_id,
+  notAfter: r.not_after,
+  revokedAt: r.revoked_at,
+  reason: r.revocation_reason,
 });
 
 /**
@@ -53,41 +76,127 @@ export class CaRepo {
   }
 
   listCaCertificates(): Promise<CaCertificateRow[]> {
-    return this.db.kysely.selectFrom('ca_certificates').selectAll().orderBy('brand').orderBy('generation').orderBy('id').execute();
+    return this.db.kysely
+      .selectFrom('ca_certificates')
+      .selectAll()
+      .orderBy('brand')
+      .orderBy('generation')
+      .orderBy('id')
+      .execute();
   }
 
   /** Marks a CA certificate distrusted from the given dates; false when there is no such id. */
   async setDistrust(id: string, phase1: number | null, phase2: number | null): Promise<boolean> {
-    const r = await this.db.kysely.updateTable('ca_certificates').set({ distrust_phase1: phase1, distrust_phase2: phase2 }).where('id', '=', id).executeTakeFirst();
+    const r = await this.db.kysely
+      .updateTable('ca_certificates')
+      .set({ distrust_phase1: phase1, distrust_phase2: phase2 })
+      .where('id', '=', id)
+      .executeTakeFirst();
     return r.numUpdatedRows > 0n;
   }
 
   /** Records issued leaves (one statement for a batch). */
-  async insertLeaves(rows: readonly NewLeaf[]): Promise<void> {
+  /**
+   * The issuance claims the given orders hold now, locked until the caller's transaction ends, so
+   * that a claim checked here cannot change hands before the certificates signed under it are
+   * recorded. A write (an UPDATE that changes nothing) rather than a read, so that SQLite takes its
+   * write lock at once instead of failing to upgrade a read snapshot that another writer outdated;
+   * PostgreSQL locks the rows.
+   */
+  async lockIssuanceClaims(orderIds: readonly number[]): Promise<Map<number, string | null>> {
+    if (orderIds.length === 0) return new Map();
+    const rows = await this.db.kysely
+      .updateTable('orders')
+      .set((eb) => ({ issuance_claim: eb.ref('issuance_claim') }))
+      .where('id', 'in', [...new Set(orderIds)])
+      .returning(['id', 'issuance_claim'])
+      .execute();
+    return new Map(rows.map((r) => [r.id, r.issuance_claim]));
+  }
+
+  /**
+   * Records signed leaves, each signed for an order under an issuance claim (or outside any: CLI
+   * signing, `claim` undefined), in the caller's transaction. A leaf whose claim is no longer held
+   * when it is written is recorded revoked (superseded, at `revokedAt`) so that no signature goes
+   * unrecorded, and is reported lost: its signer must not deliver it. Returns, per item, whether
+   * its claim was lost. The one fence every issuer's certificates pass, whoever records them.
+   */
+  async recordLeavesUnderClaims(
+    items: readonly { leaf: NewLeaf; claim?: string | undefined }[],
+    revokedAt: number,
+  ): Promise<boolean[]> {
+    const fenced = items
+      .filter((i) => i.claim !== undefined && i.leaf.order_id !== null && i.leaf.order_id !== undefined)
+      .map((i) => i.leaf.order_id!);
+    const held = await this.lockIssuanceClaims(fenced);
+    const lost = items.map((i) => i.claim !== undefined && held.get(i.leaf.order_id ?? -1) !== i.claim);
+    await this.insertLeaves(
+      items.map((i, k) => (lost[k] ? { ...i.leaf, revoked_at: revokedAt, revocation_reason: SUPERSEDED } : i.leaf)),
+    );
+    return lost;
+  }
+
+  /** Records signed leaves; a row may come revoked already (one signed under a claim it had lost). */
+  async insertLeaves(
+    rows: readonly (NewLeaf & { revoked_at?: number | null; revocation_reason?: number | null })[],
+  ): Promise<void> {
     if (rows.length === 0) return;
-    await this.db.kysely.insertInto('certificates').values([...rows]).execute();
+    await this.db.kysely
+      .insertInto('certificates')
+      .values([...rows])
+      .execute();
   }
 
   async leaf(keyId: string, serial: string): Promise<LeafStatus | undefined> {
-    const r = await this.db.kysely.selectFrom('certificates').select(leafColumns).where('key_id', '=', keyId).where('serial', '=', serial).executeTakeFirst();
+    const r = await this.db.kysely
+      .selectFrom('certificates')
+      .select(leafColumns)
+      .where('key_id', '=', keyId)
+      .where('serial', '=', serial)
+      .executeTakeFirst();
     return r === undefined ? undefined : toStatus(r);
   }
 
   async leafBySerial(serial: string): Promise<LeafStatus | undefined> {
-    const r = await this.db.kysely.selectFrom('certificates').select(leafColumns).where('serial', '=', serial).executeTakeFirst();
+    const r = await this.db.kysely
+      .selectFrom('certificates')
+      .select(leafColumns)
+      .where('serial', '=', serial)
+      .executeTakeFirst();
     return r === undefined ? undefined : toStatus(r);
   }
 
   /** The stored certificate of one leaf, for callers that show it again. */
-  async leafRecord(serial: string): Promise<{ serial: string; keyId: string | null; pem: string; chainPem: string; pkcs7Pem: string; chainIds: string | null; notBefore: number; notAfter: number } | undefined> {
+  async leafRecord(serial: string): Promise<
+    | {
+        serial: string;
+        keyId: string | null;
+        pem: string;
+        chainPem: string;
+        pkcs7Pem: string;
+        chainIds: string | null;
+        notBefore: number;
+        notAfter: number;
+      }
+    | undefined
+  > {
     const r = await this.db.kysely
       .selectFrom('certificates')
       .select(['serial', 'key_id', 'pem', 'chain_pem', 'pkcs7_pem', 'chain_ids', 'not_before', 'not_after'])
       .where('serial', '=', serial)
       .executeTakeFirst();
-    return r === undefined ? undefined : {
-      serial: r.serial, keyId: r.key_id, pem: r.pem, chainPem: r.chain_pem, pkcs7Pem: r.pkcs7_pem, chainIds: r.chain_ids, notBefore: r.not_before, notAfter: r.not_after,
-    };
+    return r === undefined
+      ? undefined
+      : {
+          serial: r.serial,
+          keyId: r.key_id,
+          pem: r.pem,
+          chainPem: r.chain_pem,
+          pkcs7Pem: r.pkcs7_pem,
+          chainIds: r.chain_ids,
+          notBefore: r.not_before,
+          notAfter: r.not_after,
+        };
   }
 
   /**
@@ -100,6 +209,23 @@ export class CaRepo {
       .set({ revoked_at: at, revocation_reason: reason })
       .where('id', '=', id)
       .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /**
+   * Changes the reason of a revoked leaf to keyCompromise (RFC 5280 CRLReason 1), keeping its
+   * revocation time. Guarded: only a revoked leaf whose reason is another one (or none) changes, so
+   * of two concurrent escalations one records it. True when this call changed the reason.
+   */
+  async escalateToKeyCompromise(id: number): Promise<boolean> {
+    const r = await this.db.kysely
+      .updateTable('certificates')
+      .set({ revocation_reason: KEY_COMPROMISE })
+      .where('id', '=', id)
+      .where('revoked_at', 'is not', null)
+      // NULL (no reasonCode: unspecified) never compares unequal in SQL: name it.
+      .where((eb) => eb.or([eb('revocation_reason', 'is', null), eb('revocation_reason', '<>', KEY_COMPROMISE)]))
       .executeTakeFirst();
     return r.numUpdatedRows > 0n;
   }
@@ -117,23 +243,45 @@ export class CaRepo {
     return rows.map((r) => ({ serial: r.serial, revokedAt: r.revoked_at ?? 0, reason: r.revocation_reason }));
   }
 
-  async crl(keyId: string): Promise<{ number: number; thisUpdate: number; nextUpdate: number; der: string } | undefined> {
+  async crl(
+    keyId: string,
+  ): Promise<{ number: number; thisUpdate: number; nextUpdate: number; der: string } | undefined> {
     const r = await this.db.kysely.selectFrom('ca_crls').selectAll().where('key_id', '=', keyId).executeTakeFirst();
-    return r === undefined ? undefined : { number: r.number, thisUpdate: r.this_update, nextUpdate: r.next_update, der: r.der };
+    return r === undefined
+      ? undefined
+      : { number: r.number, thisUpdate: r.this_update, nextUpdate: r.next_update, der: r.der };
   }
 
   /** Stores a CRL unless one with the same or a higher number is already there. */
-  async saveCrl(keyId: string, crl: { number: number; thisUpdate: number; nextUpdate: number; der: string }): Promise<boolean> {
-    const row = { key_id: keyId, number: crl.number, this_update: crl.thisUpdate, next_update: crl.nextUpdate, der: crl.der };
+  async saveCrl(
+    keyId: string,
+    crl: { number: number; thisUpdate: number; nextUpdate: number; der: string },
+  ): Promise<boolean> {
+    const row = {
+      key_id: keyId,
+      number: crl.number,
+      this_update: crl.thisUpdate,
+      next_update: crl.nextUpdate,
+      der: crl.der,
+    };
     const r = await this.db.kysely
       .insertInto('ca_crls')
       .values(row)
-      .onConflict((oc) => oc.column('key_id').doUpdateSet({ number: crl.number, this_update: crl.thisUpdate, next_update: crl.nextUpdate, der: crl.der }).where('ca_crls.number', '<', crl.number))
+      .onConflict((oc) =>
+        oc
+          .column('key_id')
+          .doUpdateSet({ number: crl.number, this_update: crl.thisUpdate, next_update: crl.nextUpdate, der: crl.der })
+          .where('ca_crls.number', '<', crl.number),
+      )
       .executeTakeFirst();
     return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
   }
 
-  async ocspResponse(keyId: string, serial: string, hashAlg: string): Promise<{ der: string; nextUpdate: number } | undefined> {
+  async ocspResponse(
+    keyId: string,
+    serial: string,
+    hashAlg: string,
+  ): Promise<{ der: string; nextUpdate: number } | undefined> {
     const r = await this.db.kysely
       .selectFrom('ocsp_responses')
       .select(['der', 'next_update'])
@@ -144,7 +292,13 @@ export class CaRepo {
     return r === undefined ? undefined : { der: r.der, nextUpdate: r.next_update };
   }
 
-  async saveOcspResponse(keyId: string, serial: string, hashAlg: string, der: string, nextUpdate: number): Promise<void> {
+  async saveOcspResponse(
+    keyId: string,
+    serial: string,
+    hashAlg: string,
+    der: string,
+    nextUpdate: number,
+  ): Promise<void> {
     await this.db.kysely
       .insertInto('ocsp_responses')
       .values({ key_id: keyId, serial, hash_alg: hashAlg, der, next_update: nextUpdate })
@@ -154,6 +308,10 @@ export class CaRepo {
 
   /** Drops the cached responses of a serial (its status changed). */
   async dropOcspResponses(keyId: string, serial: string): Promise<void> {
-    await this.db.kysely.deleteFrom('ocsp_responses').where('key_id', '=', keyId).where('serial', '=', serial).execute();
+    await this.db.kysely
+      .deleteFrom('ocsp_responses')
+      .where('key_id', '=', keyId)
+      .where('serial', '=', serial)
+      .execute();
   }
 }

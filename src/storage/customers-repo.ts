@@ -15,7 +15,18 @@ export interface NewCustomer {
 }
 
 const COLUMNS = [
-  'id', 'name', 'email', 'currency', 'credit_limit_minor', 'used_minor', 'country', 'locale', 'timezone', 'created_at',
+  'id',
+  'name',
+  'email',
+  'currency',
+  'credit_limit_minor',
+  'used_minor',
+  'country',
+  'locale',
+  'timezone',
+  'created_at',
+  'password_min_length',
+  'require_two_factor',
 ] as const;
 
 function toCustomer(row: Pick<Selectable<CustomersTable>, (typeof COLUMNS)[number]>): Customer {
@@ -30,6 +41,8 @@ function toCustomer(row: Pick<Selectable<CustomersTable>, (typeof COLUMNS)[numbe
     locale: row.locale,
     timezone: row.timezone,
     createdAt: row.created_at,
+    passwordMinLength: row.password_min_length,
+    requireTwoFactor: row.require_two_factor === 1,
   };
 }
 
@@ -59,6 +72,40 @@ export class CustomersRepo {
   async byId(id: CustomerId): Promise<Customer | undefined> {
     const row = await this.db.kysely.selectFrom('customers').select(COLUMNS).where('id', '=', id).executeTakeFirst();
     return row === undefined ? undefined : toCustomer(row);
+  }
+
+  /**
+   * Serialises changes to the customer's users (the last-ADMIN rule) in the calling transaction:
+   * a guarded write on the customer row, so a concurrent transaction on the same customer waits
+   * (a row lock on PostgreSQL, the write lock on SQLite). False when there is no such customer.
+   */
+  async lockForUserChange(id: CustomerId, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('customers')
+      .set({ updated_at: now })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Sets the least password length of the customer's users. False when there is no such customer. */
+  async setPasswordMinLength(id: CustomerId, length: number, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('customers')
+      .set({ password_min_length: length, updated_at: now })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Whether every user of the customer must sign in with a second factor. False when there is no such customer. */
+  async setRequireTwoFactor(id: CustomerId, required: boolean, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('customers')
+      .set({ require_two_factor: required ? 1 : 0, updated_at: now })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
   }
 
   async list(): Promise<Customer[]> {

@@ -9,7 +9,12 @@ export class DcvValuesRepo {
    * The live value for the key, or `candidate` stored as the new value when there is none or the
    * old one expired. Concurrent callers all get the one value that won. Returns the value in force.
    */
-  async getOrCreate(key: { customerId: CustomerId; caBrand: string; csrSha256: string }, candidate: string, now: number, ttlSeconds: number): Promise<string> {
+  async getOrCreate(
+    key: { customerId: CustomerId; caBrand: string; csrSha256: string },
+    candidate: string,
+    now: number,
+    ttlSeconds: number,
+  ): Promise<string> {
     const where = this.db.kysely
       .selectFrom('dcv_values')
       .select(['value', 'expires_at'])
@@ -31,12 +36,35 @@ export class DcvValuesRepo {
     } else {
       await this.db.kysely
         .insertInto('dcv_values')
-        .values({ customer_id: key.customerId, ca_brand: key.caBrand, csr_sha256: key.csrSha256, value: candidate, created_at: now, expires_at: now + ttlSeconds })
+        .values({
+          customer_id: key.customerId,
+          ca_brand: key.caBrand,
+          csr_sha256: key.csrSha256,
+          value: candidate,
+          created_at: now,
+          expires_at: now + ttlSeconds,
+        })
         .onConflict((oc) => oc.columns(['customer_id', 'ca_brand', 'csr_sha256']).doNothing())
         .execute();
     }
     const row = await where.executeTakeFirstOrThrow();
     return row.value;
+  }
+
+  /** The live value for the key, or undefined when there is none (nothing is created). */
+  async live(
+    key: { customerId: CustomerId; caBrand: string; csrSha256: string },
+    now: number,
+  ): Promise<string | undefined> {
+    const row = await this.db.kysely
+      .selectFrom('dcv_values')
+      .select('value')
+      .where('customer_id', '=', key.customerId)
+      .where('ca_brand', '=', key.caBrand)
+      .where('csr_sha256', '=', key.csrSha256)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return row?.value;
   }
 
   /** Deletes values that expired before `before`; for housekeeping. Returns how many. */

@@ -5,7 +5,12 @@ import type { Db } from './database.js';
 import { ensureRecurring, JobsRepo } from './jobs-repo.js';
 
 const T = 1_800_000_000;
-const purge = (runAt: number, uniqueKey?: string) => ({ name: 'housekeeping.purge' as const, payload: {}, runAt, uniqueKey });
+const purge = (runAt: number, uniqueKey?: string) => ({
+  name: 'housekeeping.purge' as const,
+  payload: {},
+  runAt,
+  uniqueKey,
+});
 
 describe.each(testDialects())('JobsRepo on $dialect', ({ open }) => {
   let db: Db;
@@ -24,7 +29,14 @@ describe.each(testDialects())('JobsRepo on $dialect', ({ open }) => {
   it('stores the payload as JSON and reads it back', async () => {
     const { id, created } = await repo.enqueue(purge(T), T);
     expect(created).toBe(true);
-    expect(await repo.byId(id)).toMatchObject({ name: 'housekeeping.purge', payload: {}, status: 'queued', runAt: T, attempts: 0, leaseOwner: null });
+    expect(await repo.byId(id)).toMatchObject({
+      name: 'housekeeping.purge',
+      payload: {},
+      status: 'queued',
+      runAt: T,
+      attempts: 0,
+      leaseOwner: null,
+    });
   });
 
   it('keeps one queued or running job per unique key, and frees the key when the job finishes', async () => {
@@ -57,14 +69,20 @@ describe.each(testDialects())('JobsRepo on $dialect', ({ open }) => {
 
   it('never hands one job to two of 8 concurrent claimers', async () => {
     for (let i = 0; i < 50; i++) await repo.enqueue(purge(T - i), T - 100);
-    const claimers = Array.from({ length: 8 }, (_, i) => ({ owner: `w${i}`, repo: new JobsRepo(db), got: [] as JobId[] }));
-    await Promise.all(claimers.map(async (c) => {
-      for (;;) {
-        const jobs = await c.repo.claimDue(c.owner, T, 60, 3);
-        if (jobs.length === 0) return;
-        c.got.push(...jobs.map((j) => j.id));
-      }
+    const claimers = Array.from({ length: 8 }, (_, i) => ({
+      owner: `w${i}`,
+      repo: new JobsRepo(db),
+      got: [] as JobId[],
     }));
+    await Promise.all(
+      claimers.map(async (c) => {
+        for (;;) {
+          const jobs = await c.repo.claimDue(c.owner, T, 60, 3);
+          if (jobs.length === 0) return;
+          c.got.push(...jobs.map((j) => j.id));
+        }
+      }),
+    );
     const all = claimers.flatMap((c) => c.got);
     expect(all).toHaveLength(50);
     expect(new Set(all).size).toBe(50);
@@ -97,7 +115,13 @@ describe.each(testDialects())('JobsRepo on $dialect', ({ open }) => {
     const { id } = await repo.enqueue(purge(T, 'r'), T);
     await repo.claimDue('w', T, 10, 1);
     expect(await repo.markRetry(id, 'w', T + 40, 'upstream down', T + 1)).toBe(true);
-    expect(await repo.byId(id)).toMatchObject({ status: 'queued', runAt: T + 40, lastError: 'upstream down', leaseOwner: null, uniqueKey: 'r' });
+    expect(await repo.byId(id)).toMatchObject({
+      status: 'queued',
+      runAt: T + 40,
+      lastError: 'upstream down',
+      leaseOwner: null,
+      uniqueKey: 'r',
+    });
     expect(await repo.claimDue('w', T + 39, 10, 1)).toEqual([]);
     const [again] = await repo.claimDue('w', T + 40, 10, 1);
     expect(again?.attempts).toBe(2);
@@ -120,7 +144,26 @@ describe.each(testDialects())('JobsRepo on $dialect', ({ open }) => {
     // The old run re-executed after a crash finds its successor and adds nothing.
     expect(await ensureRecurring(repo, 'housekeeping.purge', {}, 3600, T + 3, { after: first })).toBe(next);
     expect(await repo.markDone(first, 'w', T + 3)).toBe(true);
-    expect(await repo.byId(next)).toMatchObject({ status: 'queued', runAt: T + 3602, uniqueKey: 'recurring:housekeeping.purge' });
+    expect(await repo.byId(next)).toMatchObject({
+      status: 'queued',
+      runAt: T + 3602,
+      uniqueKey: 'recurring:housekeeping.purge',
+    });
     expect(await repo.countByStatus()).toEqual({ queued: 1, running: 0, done: 1, dead: 0 });
+  });
+
+  it('ends only the leases of owners judged gone, so their jobs are claimable before the leases lapse', async () => {
+    const a = (await repo.enqueue(purge(T), T)).id;
+    const b = (await repo.enqueue(purge(T), T)).id;
+    await repo.claimDue('gone', T, 600, 1);
+    await repo.claimDue('alive', T, 600, 1);
+    expect(await repo.claimDue('w', T + 1, 600, 10)).toEqual([]);
+    expect(await repo.endLeasesOfGoneOwners((owner) => owner === 'gone', T + 1)).toBe(1);
+    const taken = await repo.claimDue('w', T + 1, 600, 10);
+    expect(taken).toHaveLength(1);
+    expect(taken[0]).toMatchObject({ leaseOwner: 'w', attempts: 2 });
+    // The live owner keeps its job; a second sweep finds nothing more to end.
+    expect((await repo.byId(taken[0]!.id === a ? b : a))?.leaseOwner).toBe('alive');
+    expect(await repo.endLeasesOfGoneOwners((owner) => owner === 'gone', T + 2)).toBe(0);
   });
 });

@@ -41,8 +41,18 @@ export interface StoredJob {
 }
 
 const COLUMNS = [
-  'id', 'name', 'payload', 'unique_key', 'status', 'run_at', 'attempts', 'lease_owner', 'lease_expires_at', 'last_error',
-  'created_at', 'updated_at',
+  'id',
+  'name',
+  'payload',
+  'unique_key',
+  'status',
+  'run_at',
+  'attempts',
+  'lease_owner',
+  'lease_expires_at',
+  'last_error',
+  'created_at',
+  'updated_at',
 ] as const;
 
 // Errors are for operators reading the row, not a place to keep whole stack traces.
@@ -59,6 +69,22 @@ function claimable(now: number) {
       eb.and([eb('status', '=', 'queued'), eb('run_at', '<=', now)]),
       eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', now)]),
     ]);
+}
+
+/** The row of a job queued now, due at `runAt`. */
+function queuedRow<N extends JobName>(job: Omit<NewJob<N>, 'takeKeyFrom'>, now: number) {
+  return {
+    name: job.name,
+    payload: JSON.stringify(job.payload),
+    unique_key: job.uniqueKey ?? null,
+    status: 'queued',
+    run_at: job.runAt,
+    lease_owner: null,
+    lease_expires_at: null,
+    last_error: null,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 /**
@@ -78,39 +104,56 @@ export class JobsRepo {
    * unique key wins; nothing is inserted then.
    */
   async enqueueInTransaction<N extends JobName>(job: Omit<NewJob<N>, 'takeKeyFrom'>, now: number): Promise<void> {
-    await this.db.kysely.insertInto('jobs').values({
-      name: job.name, payload: JSON.stringify(job.payload), unique_key: job.uniqueKey ?? null, status: 'queued',
-      run_at: job.runAt, lease_owner: null, lease_expires_at: null, last_error: null, created_at: now, updated_at: now,
-    }).onConflict((oc) => oc.column('unique_key').doNothing()).execute();
+    await this.db.kysely
+      .insertInto('jobs')
+      .values(queuedRow(job, now))
+      .onConflict((oc) => oc.column('unique_key').doNothing())
+      .execute();
   }
 
   /**
    * Makes the queued job holding `uniqueKey` due at `runAt`, or queues one (in the caller's
    * transaction). A running job keeps its key; it queues its own successor when it ends.
    */
-  async rescheduleInTransaction<N extends JobName>(job: Omit<NewJob<N>, 'takeKeyFrom'> & { uniqueKey: string }, now: number): Promise<void> {
-    const r = await this.db.kysely.updateTable('jobs').set({ run_at: job.runAt, updated_at: now }).where('unique_key', '=', job.uniqueKey).where('status', '=', 'queued').executeTakeFirst();
+  async rescheduleInTransaction<N extends JobName>(
+    job: Omit<NewJob<N>, 'takeKeyFrom'> & { uniqueKey: string },
+    now: number,
+  ): Promise<void> {
+    const r = await this.db.kysely
+      .updateTable('jobs')
+      .set({ run_at: job.runAt, updated_at: now })
+      .where('unique_key', '=', job.uniqueKey)
+      .where('status', '=', 'queued')
+      .executeTakeFirst();
     if (r.numUpdatedRows === 0n) await this.enqueueInTransaction(job, now);
   }
 
   async enqueue<N extends JobName>(job: NewJob<N>, now: number): Promise<EnqueueResult> {
-    const values = {
-      name: job.name, payload: JSON.stringify(job.payload), unique_key: job.uniqueKey ?? null, status: 'queued',
-      run_at: job.runAt, lease_owner: null, lease_expires_at: null, last_error: null, created_at: now, updated_at: now,
-    };
+    const values = queuedRow(job, now);
     // A conflicting job can finish (and release the key) between our INSERT and SELECT: try again.
     for (let attempt = 0; attempt < 5; attempt++) {
       const result = await this.db.kysely.transaction().execute(async (trx) => {
         if (job.takeKeyFrom !== undefined && job.uniqueKey !== undefined) {
-          await trx.updateTable('jobs').set({ unique_key: null, updated_at: now })
-            .where('id', '=', job.takeKeyFrom).where('unique_key', '=', job.uniqueKey).where('status', '=', 'running')
+          await trx
+            .updateTable('jobs')
+            .set({ unique_key: null, updated_at: now })
+            .where('id', '=', job.takeKeyFrom)
+            .where('unique_key', '=', job.uniqueKey)
+            .where('status', '=', 'running')
             .execute();
         }
-        const inserted = await trx.insertInto('jobs').values(values)
+        const inserted = await trx
+          .insertInto('jobs')
+          .values(values)
           .onConflict((oc) => oc.column('unique_key').doNothing())
-          .returning('id').executeTakeFirst();
+          .returning('id')
+          .executeTakeFirst();
         if (inserted !== undefined) return { id: jobId(inserted.id), created: true };
-        const held = await trx.selectFrom('jobs').select('id').where('unique_key', '=', job.uniqueKey ?? '').executeTakeFirst();
+        const held = await trx
+          .selectFrom('jobs')
+          .select('id')
+          .where('unique_key', '=', job.uniqueKey ?? '')
+          .executeTakeFirst();
         return held === undefined ? undefined : { id: jobId(held.id), created: false };
       });
       if (result !== undefined) return result;
@@ -130,24 +173,42 @@ export class JobsRepo {
     if (!(leaseSeconds >= 1)) throw new Error('leaseSeconds must be at least 1');
     if (limit <= 0) return [];
     const rows = await this.inWriteTransaction(async (trx) => {
-      let candidates = trx.selectFrom('jobs').select('id').where(claimable(now)).orderBy('run_at').orderBy('id').limit(limit);
+      let candidates = trx
+        .selectFrom('jobs')
+        .select('id')
+        .where(claimable(now))
+        .orderBy('run_at')
+        .orderBy('id')
+        .limit(limit);
       if (this.db.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
       const ids = (await candidates.execute()).map((r) => r.id);
       if (ids.length === 0) return [];
-      return trx.updateTable('jobs')
+      return trx
+        .updateTable('jobs')
         .set((eb) => ({
-          status: 'running', lease_owner: owner, lease_expires_at: now + leaseSeconds, attempts: eb('attempts', '+', 1),
+          status: 'running',
+          lease_owner: owner,
+          lease_expires_at: now + leaseSeconds,
+          attempts: eb('attempts', '+', 1),
           updated_at: now,
         }))
-        .where('id', 'in', ids).where(claimable(now))
-        .returning(COLUMNS).execute();
+        .where('id', 'in', ids)
+        .where(claimable(now))
+        .returning(COLUMNS)
+        .execute();
     });
     return rows.map(toJob).sort((a, b) => a.runAt - b.runAt || a.id - b.id);
   }
 
   /** Marks a job leased to `owner` as done, releasing its unique key. False if `owner` no longer holds it. */
   async markDone(id: JobId, owner: string, now: number): Promise<boolean> {
-    return this.finish(id, owner, { status: 'done', unique_key: null, lease_expires_at: null, last_error: null, updated_at: now });
+    return this.finish(id, owner, {
+      status: 'done',
+      unique_key: null,
+      lease_expires_at: null,
+      last_error: null,
+      updated_at: now,
+    });
   }
 
   /**
@@ -156,7 +217,11 @@ export class JobsRepo {
    */
   async markRetry(id: JobId, owner: string, runAt: number, error: string, now: number): Promise<boolean> {
     return this.finish(id, owner, {
-      status: 'queued', run_at: runAt, lease_owner: null, lease_expires_at: null, last_error: error.slice(0, MAX_ERROR_LENGTH),
+      status: 'queued',
+      run_at: runAt,
+      lease_owner: null,
+      lease_expires_at: null,
+      last_error: error.slice(0, MAX_ERROR_LENGTH),
       updated_at: now,
     });
   }
@@ -164,13 +229,41 @@ export class JobsRepo {
   /** Gives up on a job leased to `owner`, recording the error and releasing its unique key. False if `owner` no longer holds it. */
   async markDead(id: JobId, owner: string, error: string, now: number): Promise<boolean> {
     return this.finish(id, owner, {
-      status: 'dead', unique_key: null, lease_expires_at: null, last_error: error.slice(0, MAX_ERROR_LENGTH), updated_at: now,
+      status: 'dead',
+      unique_key: null,
+      lease_expires_at: null,
+      last_error: error.slice(0, MAX_ERROR_LENGTH),
+      updated_at: now,
     });
   }
 
   /** Moves the lease of a job held by `owner` to `until`. False if `owner` no longer holds it. */
   async extendLease(id: JobId, owner: string, until: number): Promise<boolean> {
     return this.finish(id, owner, { lease_expires_at: until });
+  }
+
+  /**
+   * Ends the leases held by owners that `isGone` says are gone (a process killed on this host), so
+   * their jobs are claimable at once instead of when the leases lapse. Guarded by the owner: a job
+   * that changed hands meanwhile is not touched. Returns how many leases were ended.
+   */
+  async endLeasesOfGoneOwners(isGone: (owner: string) => boolean, now: number): Promise<number> {
+    const owners = await this.db.kysely
+      .selectFrom('jobs')
+      .select('lease_owner')
+      .distinct()
+      .where('status', '=', 'running')
+      .where('lease_owner', 'is not', null)
+      .execute();
+    const gone = owners.map((r) => r.lease_owner!).filter(isGone);
+    if (gone.length === 0) return 0;
+    const r = await this.db.kysely
+      .updateTable('jobs')
+      .set({ lease_expires_at: now - 1, updated_at: now })
+      .where('status', '=', 'running')
+      .where('lease_owner', 'in', gone)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
   }
 
   /** The job with this id, or undefined. */
@@ -181,9 +274,11 @@ export class JobsRepo {
 
   /** How many jobs are in each status (every status present, zero when none); for metrics and tests. */
   async countByStatus(): Promise<Record<JobStatus, number>> {
-    const rows = await this.db.kysely.selectFrom('jobs')
+    const rows = await this.db.kysely
+      .selectFrom('jobs')
       .select((eb) => ['status', eb.fn.countAll<number | string>().as('n')])
-      .groupBy('status').execute();
+      .groupBy('status')
+      .execute();
     const counts = Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])) as Record<JobStatus, number>;
     for (const row of rows) if (row.status in counts) counts[row.status as JobStatus] = Number(row.n);
     return counts;
@@ -191,8 +286,12 @@ export class JobsRepo {
 
   // The guard every worker-side transition shares: the job is running and leased to `owner`.
   private async finish(id: JobId, owner: string, changes: Partial<Selectable<JobsTable>>): Promise<boolean> {
-    const res = await this.db.kysely.updateTable('jobs').set(changes)
-      .where('id', '=', id).where('status', '=', 'running').where('lease_owner', '=', owner)
+    const res = await this.db.kysely
+      .updateTable('jobs')
+      .set(changes)
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .where('lease_owner', '=', owner)
       .executeTakeFirst();
     return res.numUpdatedRows > 0n;
   }
@@ -218,9 +317,18 @@ export class JobsRepo {
 
 function toJob(row: Selectable<JobsTable>): StoredJob {
   return {
-    id: jobId(row.id), name: row.name, payload: JSON.parse(row.payload) as unknown, uniqueKey: row.unique_key,
-    status: row.status as JobStatus, runAt: row.run_at, attempts: row.attempts, leaseOwner: row.lease_owner,
-    leaseExpiresAt: row.lease_expires_at, lastError: row.last_error, createdAt: row.created_at, updatedAt: row.updated_at,
+    id: jobId(row.id),
+    name: row.name,
+    payload: JSON.parse(row.payload) as unknown,
+    uniqueKey: row.unique_key,
+    status: row.status as JobStatus,
+    runAt: row.run_at,
+    attempts: row.attempts,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
+    lastError: row.last_error,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 
@@ -236,13 +344,18 @@ function toJob(row: Selectable<JobsTable>): StoredJob {
  * A recurring job that goes dead breaks the chain until the next start calls this again.
  */
 export async function ensureRecurring<N extends JobName>(
-  repo: Pick<JobsRepo, 'enqueue'>, name: N, payload: JobPayloads[N], everySeconds: number, now: number,
+  repo: Pick<JobsRepo, 'enqueue'>,
+  name: N,
+  payload: JobPayloads[N],
+  everySeconds: number,
+  now: number,
   options: { readonly after?: JobId } = {},
 ): Promise<JobId> {
   const uniqueKey = `recurring:${name}`;
   const base = { name, payload, uniqueKey };
-  const result = options.after === undefined
-    ? await repo.enqueue({ ...base, runAt: now }, now)
-    : await repo.enqueue({ ...base, runAt: now + everySeconds, takeKeyFrom: options.after }, now);
+  const result =
+    options.after === undefined
+      ? await repo.enqueue({ ...base, runAt: now }, now)
+      : await repo.enqueue({ ...base, runAt: now + everySeconds, takeKeyFrom: options.after }, now);
   return result.id;
 }

@@ -14,7 +14,14 @@ describe.each(testDialects())('KvRepo on $dialect', ({ open }) => {
     db = await open();
     kv = new KvRepo(db);
     const customers = new CustomersRepo(db);
-    const base = { email: 'ops@acme.test', currency: 'EUR', creditLimitMinor: 0, country: 'DE', locale: 'de_DE', timezone: 'UTC' };
+    const base = {
+      email: 'ops@acme.test',
+      currency: 'EUR',
+      creditLimitMinor: 0,
+      country: 'DE',
+      locale: 'de_DE',
+      timezone: 'UTC',
+    };
     a = (await customers.create({ ...base, name: 'A' }, 1)).id;
     b = (await customers.create({ ...base, name: 'B' }, 1)).id;
   });
@@ -27,7 +34,13 @@ describe.each(testDialects())('KvRepo on $dialect', ({ open }) => {
       const id = await kv.createKey(a, 'hash-a1', 'web01', 100);
       expect(id).toEqual(expect.any(Number));
       expect(await kv.customerForKey('hash-a1')).toEqual({ keyId: id, customerId: a });
-      expect(await kv.listKeys(a)).toContainEqual({ keyId: id, customerId: a, label: 'web01', createdAt: 100, revokedAt: null });
+      expect(await kv.listKeys(a)).toContainEqual({
+        keyId: id,
+        customerId: a,
+        label: 'web01',
+        createdAt: 100,
+        revokedAt: null,
+      });
     });
 
     it('fail/an unknown hash finds nobody', async () => {
@@ -66,14 +79,27 @@ describe.each(testDialects())('KvRepo on $dialect', ({ open }) => {
     it('ok/a second put replaces the hash (upsert)', async () => {
       await kv.put(a, 'upsert.example.org', 'first', 500);
       await kv.put(a, 'upsert.example.org', 'second', 600);
-      expect(await kv.get(a, 'upsert.example.org')).toEqual({ name: 'upsert.example.org', hash: 'second', updatedAt: 600 });
-      const rows = await db.kysely.selectFrom('kv_entries').select('hash').where('name', '=', 'upsert.example.org').execute();
+      expect(await kv.get(a, 'upsert.example.org')).toEqual({
+        name: 'upsert.example.org',
+        hash: 'second',
+        updatedAt: 600,
+      });
+      const rows = await db.kysely
+        .selectFrom('kv_entries')
+        .select('hash')
+        .where('name', '=', 'upsert.example.org')
+        .execute();
       expect(rows).toHaveLength(1);
     });
 
     it('ok/concurrent puts of one name leave exactly one row', async () => {
       await Promise.all(Array.from({ length: 20 }, (_, i) => kv.put(a, 'race.example.org', `h${i}`, 700 + i)));
-      const rows = await db.kysely.selectFrom('kv_entries').select('hash').where('customer_id', '=', a).where('name', '=', 'race.example.org').execute();
+      const rows = await db.kysely
+        .selectFrom('kv_entries')
+        .select('hash')
+        .where('customer_id', '=', a)
+        .where('name', '=', 'race.example.org')
+        .execute();
       expect(rows).toHaveLength(1);
     });
 

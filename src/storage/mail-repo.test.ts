@@ -26,13 +26,30 @@ describe.each(testDialects())('MailRepo on $dialect', ({ open }) => {
     await db.close();
   });
 
-  const base = { to: 'admin@example.test', subject: 'Approve', text: 'Line one\nLine two: ünïcode', kind: 'dcv.approval' };
+  const base = {
+    to: 'admin@example.test',
+    subject: 'Approve',
+    text: 'Line one\nLine two: ünïcode',
+    kind: 'dcv.approval',
+  };
 
   it('ok/records a mail in the outbox and reads it back', async () => {
     const id = await repo.insert({ ...base, customerId: 7, orderId: 70, createdAt: 1_000 });
     expect(id).toEqual(expect.any(Number));
     expect(await repo.list({ limit: 10, orderId: 70 })).toEqual([
-      { id, customerId: 7, orderId: 70, to: base.to, subject: 'Approve', text: base.text, kind: 'dcv.approval', status: 'outbox', error: null, createdAt: 1_000, sentAt: null },
+      {
+        id,
+        customerId: 7,
+        orderId: 70,
+        to: base.to,
+        subject: 'Approve',
+        text: base.text,
+        kind: 'dcv.approval',
+        status: 'outbox',
+        error: null,
+        createdAt: 1_000,
+        sentAt: null,
+      },
     ]);
   });
 
@@ -45,22 +62,41 @@ describe.each(testDialects())('MailRepo on $dialect', ({ open }) => {
   it('ok/marks a mail sent, or failed with why; sending later clears the error', async () => {
     const id = await repo.insert({ ...base, orderId: 71, createdAt: 1_002 });
     await repo.markFailed(id, 'connect ECONNREFUSED 127.0.0.1:1');
-    expect((await repo.list({ limit: 1, orderId: 71 }))[0]).toMatchObject({ status: 'failed', error: 'connect ECONNREFUSED 127.0.0.1:1', sentAt: null });
+    expect((await repo.list({ limit: 1, orderId: 71 }))[0]).toMatchObject({
+      status: 'failed',
+      error: 'connect ECONNREFUSED 127.0.0.1:1',
+      sentAt: null,
+    });
     await repo.markSent(id, 1_005);
-    expect((await repo.list({ limit: 1, orderId: 71 }))[0]).toMatchObject({ status: 'sent', error: null, sentAt: 1_005 });
+    expect((await repo.list({ limit: 1, orderId: 71 }))[0]).toMatchObject({
+      status: 'sent',
+      error: null,
+      sentAt: 1_005,
+    });
   });
 
   it('ok/lists the newest first, within the limit, by order or customer', async () => {
     const ids: number[] = [];
     for (const [i, at] of [2_000, 2_002, 2_001].entries()) {
-      ids.push(await repo.insert({ ...base, subject: `s${i}`, customerId: 9, orderId: i === 0 ? 90 : 91, createdAt: at }));
+      ids.push(
+        await repo.insert({ ...base, subject: `s${i}`, customerId: 9, orderId: i === 0 ? 90 : 91, createdAt: at }),
+      );
     }
     // Two mails in the same second: the later id first.
     const sameSecond = await repo.insert({ ...base, subject: 's3', customerId: 9, orderId: 91, createdAt: 2_002 });
-    expect((await repo.list({ limit: 10, customerId: 9 })).map((r) => r.id)).toEqual([sameSecond, ids[1], ids[2], ids[0]]);
+    expect((await repo.list({ limit: 10, customerId: 9 })).map((r) => r.id)).toEqual([
+      sameSecond,
+      ids[1],
+      ids[2],
+      ids[0],
+    ]);
     expect((await repo.list({ limit: 2, customerId: 9 })).map((r) => r.id)).toEqual([sameSecond, ids[1]]);
     expect((await repo.list({ limit: 10, orderId: 90 })).map((r) => r.id)).toEqual([ids[0]]);
-    expect((await repo.list({ limit: 10, orderId: 91, customerId: 9 })).map((r) => r.id)).toEqual([sameSecond, ids[1], ids[2]]);
+    expect((await repo.list({ limit: 10, orderId: 91, customerId: 9 })).map((r) => r.id)).toEqual([
+      sameSecond,
+      ids[1],
+      ids[2],
+    ]);
     expect(await repo.list({ limit: 10, customerId: 999 })).toEqual([]);
     expect((await repo.list({ limit: 1 }))[0]?.id).toBe(sameSecond);
   });
@@ -79,8 +115,16 @@ describe.each(testDialects())('MailRepo on $dialect', ({ open }) => {
   it('ok/has its indexes', async () => {
     const names =
       db.dialect === 'postgres'
-        ? (await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'mail_outbox'`.execute(db.kysely)).rows
-        : (await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'mail_outbox'`.execute(db.kysely)).rows;
+        ? (
+            await sql<{
+              name: string;
+            }>`select indexname as name from pg_indexes where tablename = 'mail_outbox'`.execute(db.kysely)
+          ).rows
+        : (
+            await sql<{
+              name: string;
+            }>`select name from sqlite_master where type = 'index' and tbl_name = 'mail_outbox'`.execute(db.kysely)
+          ).rows;
     expect(names.map((n) => n.name)).toEqual(expect.arrayContaining(['mail_outbox_order', 'mail_outbox_created']));
   });
 });

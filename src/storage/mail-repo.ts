@@ -1,25 +1,7 @@
-import type { Generated } from 'kysely';
 import type { Db } from './database.js';
+import type { MailStatus } from './schema.js';
 
-/** What became of a recorded mail: sent over SMTP, kept in the outbox only (no SMTP configured), or a failed send. */
-export type MailStatus = 'sent' | 'outbox' | 'failed';
-
-/** Row type of `mail_outbox` (migration 0005-mail), as Kysely sees it. */
-export interface MailOutboxTable {
-  id: Generated<number>;
-  customer_id: number | null;
-  order_id: number | null;
-  to_address: string;
-  subject: string;
-  body_text: string;
-  /** What the mail is about, e.g. 'dcv.approval'. */
-  kind: string;
-  status: MailStatus;
-  /** Why the last send failed; null unless status is 'failed'. */
-  error: string | null;
-  created_at: number;
-  sent_at: number | null;
-}
+export type { MailStatus } from './schema.js';
 
 /** One recorded mail. */
 export interface MailRow {
@@ -87,7 +69,11 @@ export class MailRepo {
 
   /** Marks a mail sent at `at` (clearing any earlier error). */
   async markSent(id: number, at: number): Promise<void> {
-    await this.kysely.updateTable('mail_outbox').set({ status: 'sent', sent_at: at, error: null }).where('id', '=', id).execute();
+    await this.kysely
+      .updateTable('mail_outbox')
+      .set({ status: 'sent', sent_at: at, error: null })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Marks a mail's send as failed, with why. */
@@ -97,7 +83,8 @@ export class MailRepo {
 
   /** The newest mails first, optionally of one order or one customer. */
   async list(options: MailListOptions): Promise<MailRow[]> {
-    if (!Number.isSafeInteger(options.limit) || options.limit <= 0) throw new Error(`bad mail list limit ${options.limit}`);
+    if (!Number.isSafeInteger(options.limit) || options.limit <= 0)
+      throw new Error(`bad mail list limit ${options.limit}`);
     let query = this.kysely.selectFrom('mail_outbox').selectAll();
     if (options.orderId !== undefined) query = query.where('order_id', '=', options.orderId);
     if (options.customerId !== undefined) query = query.where('customer_id', '=', options.customerId);

@@ -8,6 +8,13 @@ import { mail } from './migrations/0005-mail.js';
 import { emailApproval } from './migrations/0006-email-approval.js';
 import { orderIndexes } from './migrations/0007-order-indexes.js';
 import { reissue } from './migrations/0008-reissue.js';
+import { issuanceClaim } from './migrations/0009-issuance-claim.js';
+import { cancelIdempotency } from './migrations/0010-cancel-idempotency.js';
+import { passwordPolicy } from './migrations/0011-password-policy.js';
+import { redirectUris } from './migrations/0012-redirect-uris.js';
+import { signIn } from './migrations/0013-sign-in.js';
+import { twoFactor } from './migrations/0014-two-factor.js';
+import { signInThrottle } from './migrations/0015-sign-in-throttle.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -20,6 +27,13 @@ function migrations(db: Db): Record<string, Migration> {
     '0006-email-approval': emailApproval(db.dialect),
     '0007-order-indexes': orderIndexes(db.dialect),
     '0008-reissue': reissue(db.dialect),
+    '0009-issuance-claim': issuanceClaim(db.dialect),
+    '0010-cancel-idempotency': cancelIdempotency(db.dialect),
+    '0011-password-policy': passwordPolicy(db.dialect),
+    '0012-redirect-uris': redirectUris(db.dialect),
+    '0013-sign-in': signIn(db.dialect),
+    '0014-two-factor': twoFactor(db.dialect),
+    '0015-sign-in-throttle': signInThrottle(db.dialect),
   };
 }
 
@@ -37,7 +51,8 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
       return await migrateOnce(db);
     } catch (e) {
       const text = String((e as Error).cause ?? e);
-      const raced = db.dialect === 'sqlite' && /SQLITE_BUSY|database is locked|already exists|duplicate column name/.test(text);
+      const raced =
+        db.dialect === 'sqlite' && /SQLITE_BUSY|database is locked|already exists|duplicate column name/.test(text);
       if (!raced || attempt >= 20) throw e;
       await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
     }

@@ -1,5 +1,4 @@
 import type { Generated } from 'kysely';
-import type { MailOutboxTable } from './mail-repo.js';
 
 // Row types of every table, as Kysely sees them. Times are whole UTC seconds, money integer
 // minor units, booleans 0/1, lists and nested request data JSON text. Migrations create these.
@@ -16,6 +15,10 @@ export interface CustomersTable {
   timezone: string;
   created_at: number;
   updated_at: number;
+  /** The least length of the customer's users' passwords. */
+  password_min_length: Generated<number>;
+  /** 1: every user must sign in with a second factor. */
+  require_two_factor: Generated<number>;
 }
 
 export interface UsersTable {
@@ -37,6 +40,11 @@ export interface UsersTable {
   updated_at: number;
   password_changed_at: number;
   deleted_at: number | null;
+  /** Base32 TOTP secret once enrolment was verified; the one being enrolled in totp_pending. */
+  totp_secret: string | null;
+  totp_pending: string | null;
+  /** The last TOTP time step accepted: a code is good once. */
+  totp_last_step: number | null;
 }
 
 export interface ApiApplicationsTable {
@@ -51,6 +59,8 @@ export interface ApiApplicationsTable {
   scopes: string;
   created_at: number;
   revoked_at: number | null;
+  /** Space-separated redirect URIs registered for the authorization_code flow (matched exactly). */
+  redirect_uris: Generated<string>;
 }
 
 export interface OauthTokensTable {
@@ -109,6 +119,14 @@ export interface OrdersTable {
   reissue_base_cert: number | null;
   /** EndDate of the current certificate (0008). */
   cert_not_after: number | null;
+  /** Who holds the right to sign this order's current issuance round (0009); null when nobody does. */
+  issuance_claim: string | null;
+  /** When that claim lapses if its holder disappears without a trace (0009). */
+  issuance_claim_until: number | null;
+  /** Idempotency-Key of the DELETE /Order that cancelled the order (0010); null without one. */
+  cancel_key: string | null;
+  /** What that cancel answered: 1 refunded, 0 charged (0010); null when not cancelled with a key. */
+  cancel_refunded: number | null;
 }
 
 export interface OrderNamesTable {
@@ -156,6 +174,8 @@ export interface CertificatesTable {
    */
   chain_ids: string | null;
   profile: string | null;
+  /** When its issuance round delivered it to its order (0009); null for one never delivered. */
+  delivered_at: number | null;
 }
 
 export interface CaKeysTable {
@@ -253,6 +273,10 @@ export interface DB {
   ca_crls: CaCrlsTable;
   ocsp_responses: OcspResponsesTable;
   mail_outbox: MailOutboxTable;
+  web_sessions: WebSessionsTable;
+  oauth_codes: OauthCodesTable;
+  recovery_codes: RecoveryCodesTable;
+  sign_in_failures: SignInFailuresTable;
 }
 
 export interface KvKeysTable {
@@ -271,4 +295,73 @@ export interface KvEntriesTable {
   name: string;
   hash: string;
   updated_at: number;
+}
+
+/** What became of a recorded mail: sent over SMTP, kept in the outbox only (no SMTP configured), or a failed send. */
+export type MailStatus = 'sent' | 'outbox' | 'failed';
+
+/** Row type of `mail_outbox` (migration 0005-mail), as Kysely sees it. */
+export interface WebSessionsTable {
+  id: Generated<number>;
+  /** SHA-256 (hex) of the session cookie. */
+  token_hash: string;
+  user_id: number;
+  customer_id: number;
+  /** The CSRF token the session's forms carry. */
+  csrf: string;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+  /** 1 while the session is past the password but not yet past the second factor. */
+  second_factor_pending: Generated<number>;
+}
+
+export interface SignInFailuresTable {
+  /** `u:<username>` or `a:<client address>`. */
+  key: string;
+  failures: number;
+  blocked_until: number;
+  updated_at: number;
+}
+
+export interface RecoveryCodesTable {
+  id: Generated<number>;
+  user_id: number;
+  /** SHA-256 (hex) of the recovery code. */
+  code_hash: string;
+  created_at: number;
+  used_at: number | null;
+}
+
+export interface OauthCodesTable {
+  id: Generated<number>;
+  /** SHA-256 (hex) of the authorization code. */
+  code_hash: string;
+  application_id: number;
+  user_id: number;
+  customer_id: number;
+  redirect_uri: string;
+  /** Space-separated scopes granted. */
+  scopes: string;
+  /** PKCE S256 challenge (RFC 7636), or null for a code issued without one. */
+  code_challenge: string | null;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
+export interface MailOutboxTable {
+  id: Generated<number>;
+  customer_id: number | null;
+  order_id: number | null;
+  to_address: string;
+  subject: string;
+  body_text: string;
+  /** What the mail is about, e.g. 'dcv.approval'. */
+  kind: string;
+  status: MailStatus;
+  /** Why the last send failed; null unless status is 'failed'. */
+  error: string | null;
+  created_at: number;
+  sent_at: number | null;
 }

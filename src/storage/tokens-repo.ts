@@ -57,9 +57,22 @@ export class TokensRepo {
       .innerJoin('customers as c', 'c.id', 't.customer_id')
       .leftJoin('api_applications as a', 'a.id', 't.application_id')
       .select([
-        't.kind', 't.family', 't.application_id', 't.user_id', 't.customer_id', 't.scopes', 't.auth_type', 't.expires_at',
-        'u.roles', 'a.revoked_at as app_revoked_at', 'u.locale as user_locale', 'u.timezone as user_timezone',
-        'c.currency', 'c.country', 'c.locale', 'c.timezone',
+        't.kind',
+        't.family',
+        't.application_id',
+        't.user_id',
+        't.customer_id',
+        't.scopes',
+        't.auth_type',
+        't.expires_at',
+        'u.roles',
+        'a.revoked_at as app_revoked_at',
+        'u.locale as user_locale',
+        'u.timezone as user_timezone',
+        'c.currency',
+        'c.country',
+        'c.locale',
+        'c.timezone',
       ])
       .where('t.token_hash', '=', hash)
       .where('t.revoked_at', 'is', null)
@@ -114,6 +127,31 @@ export class TokensRepo {
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     return res.numUpdatedRows > 0n;
+  }
+
+  /**
+   * Revokes every live token a user holds: those minted for the person (`UI`) and for the
+   * applications it owns (`API`), or only those of `authType`. Returns how many.
+   */
+  async revokeAllOfUser(user: UserId, now: number, authType?: 'API' | 'UI'): Promise<number> {
+    let q = this.db.kysely
+      .updateTable('oauth_tokens')
+      .set({ revoked_at: now })
+      .where('user_id', '=', user)
+      .where('revoked_at', 'is', null);
+    if (authType !== undefined) q = q.where('auth_type', '=', authType);
+    return Number((await q.executeTakeFirst()).numUpdatedRows);
+  }
+
+  /** Revokes every live token of an application (its scopes narrowed, or it was revoked). Returns how many. */
+  async revokeAllOfApplication(application: ApplicationId, now: number): Promise<number> {
+    const res = await this.db.kysely
+      .updateTable('oauth_tokens')
+      .set({ revoked_at: now })
+      .where('application_id', '=', application)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows);
   }
 
   /** Deletes tokens that expired before `before`; for housekeeping. */

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import type { Selectable, Updateable } from 'kysely';
 import type { CustomerId, Role, User, UserId } from '../core/index.js';
 import { customerId, isRole, userId } from '../core/index.js';
 import type { Db } from './database.js';
@@ -16,9 +16,34 @@ export interface NewUser {
   readonly locale?: string | null;
 }
 
+/** What POST /User/{id} may change; undefined members stay as they are. */
+export interface UserChanges {
+  readonly fullName?: string;
+  readonly email?: string;
+  readonly mobile?: string | null;
+  readonly roles?: readonly Role[];
+  readonly active?: boolean;
+  readonly timezone?: string | null;
+  readonly locale?: string | null;
+  readonly passwordHash?: string;
+}
+
 const COLUMNS = [
-  'id', 'customer_id', 'username', 'full_name', 'email', 'mobile', 'roles', 'active', 'timezone', 'locale',
-  'special_product_availability', 'two_factor_enabled', 'created_at', 'updated_at', 'password_changed_at',
+  'id',
+  'customer_id',
+  'username',
+  'full_name',
+  'email',
+  'mobile',
+  'roles',
+  'active',
+  'timezone',
+  'locale',
+  'special_product_availability',
+  'two_factor_enabled',
+  'created_at',
+  'updated_at',
+  'password_changed_at',
 ] as const;
 
 type Row = Pick<Selectable<UsersTable>, (typeof COLUMNS)[number]>;
@@ -77,7 +102,11 @@ export class UsersRepo {
   }
 
   async usernameTaken(username: string): Promise<boolean> {
-    const row = await this.db.kysely.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst();
+    const row = await this.db.kysely
+      .selectFrom('users')
+      .select('id')
+      .where('username', '=', username)
+      .executeTakeFirst();
     return row !== undefined;
   }
 
@@ -91,6 +120,73 @@ export class UsersRepo {
       .where('deleted_at', 'is', null)
       .executeTakeFirst();
     return row === undefined ? undefined : toUser(row);
+  }
+
+  /**
+   * A live, active user by username (usernames are global) with its password hash, for signing in;
+   * undefined for an unknown, inactive or deleted user.
+   */
+  async credentials(username: string): Promise<{ user: User; passwordHash: string } | undefined> {
+    const row = await this.db.kysely
+      .selectFrom('users')
+      .select([...COLUMNS, 'password_hash'])
+      .where('username', '=', username)
+      .where('active', '=', 1)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    return row === undefined ? undefined : { user: toUser(row), passwordHash: row.password_hash };
+  }
+
+  /** The user with this username within the customer; another customer's user is never returned. */
+  async byUsername(customer: CustomerId, username: string): Promise<User | undefined> {
+    const row = await this.db.kysely
+      .selectFrom('users')
+      .select(COLUMNS)
+      .where('username', '=', username)
+      .where('customer_id', '=', customer)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toUser(row);
+  }
+
+  /**
+   * Applies the given changes to a live user of the customer (a new password sets its change
+   * time). Returns the user as it is now, or undefined when there is no such user.
+   */
+  async update(customer: CustomerId, id: UserId, changes: UserChanges, now: number): Promise<User | undefined> {
+    const set: Updateable<UsersTable> = { updated_at: now };
+    if (changes.fullName !== undefined) set.full_name = changes.fullName;
+    if (changes.email !== undefined) set.email = changes.email;
+    if (changes.mobile !== undefined) set.mobile = changes.mobile;
+    if (changes.roles !== undefined) set.roles = changes.roles.join(',');
+    if (changes.active !== undefined) set.active = changes.active ? 1 : 0;
+    if (changes.timezone !== undefined) set.timezone = changes.timezone;
+    if (changes.locale !== undefined) set.locale = changes.locale;
+    if (changes.passwordHash !== undefined) {
+      set.password_hash = changes.passwordHash;
+      set.password_changed_at = now;
+    }
+    const row = await this.db.kysely
+      .updateTable('users')
+      .set(set)
+      .where('id', '=', id)
+      .where('customer_id', '=', customer)
+      .where('deleted_at', 'is', null)
+      .returning(COLUMNS)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toUser(row);
+  }
+
+  /** Marks a live user of the customer deleted (kept for the audit trail; its username stays taken). */
+  async markDeleted(customer: CustomerId, id: UserId, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('users')
+      .set({ deleted_at: now, active: 0, updated_at: now })
+      .where('id', '=', id)
+      .where('customer_id', '=', customer)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
   }
 
   async listByCustomer(customer: CustomerId): Promise<User[]> {

@@ -8,12 +8,16 @@ import { MAX_CSR_CHARS, parseCsr, toParsedCsr, type CsrInfo } from './csr.js';
 
 // Real CSRs from the openssl CLI, made once per run.
 let dir = '';
-const openssl = (...args: string[]): Buffer => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+const openssl = (...args: string[]): Buffer =>
+  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
 const read = (file: string): string => fs.readFileSync(path.join(dir, file), 'utf8');
 const toPem = (der: Uint8Array, label = 'CERTIFICATE REQUEST'): string =>
-  `-----BEGIN ${label}-----\n${Buffer.from(der).toString('base64').replace(/.{1,64}/g, '$&\n')}-----END ${label}-----\n`;
+  `-----BEGIN ${label}-----\n${Buffer.from(der)
+    .toString('base64')
+    .replace(/.{1,64}/g, '$&\n')}-----END ${label}-----\n`;
 
-const SUBJECT = '/CN=www.example.org/O=Example Org/OU=Web Team/L=Springfield/ST=Oregon/C=US/emailAddress=hostmaster@example.org';
+const SUBJECT =
+  '/CN=www.example.org/O=Example Org/OU=Web Team/L=Springfield/ST=Oregon/C=US/emailAddress=hostmaster@example.org';
 const SAN = 'subjectAltName=DNS:A.example.org,DNS:b.example.org,IP:192.0.2.7,IP:2001:db8::1,email:sec@example.org';
 
 const KEYS: Record<string, string[]> = {
@@ -36,13 +40,65 @@ interface OkCase {
   curve?: string;
 }
 const OK_CASES: OkCase[] = [
-  { id: 'ok/rsa-2048', key: 'rsa2048', digest: 'sha256', signatureAlgorithm: 'sha256WithRSAEncryption', keyAlgorithm: 'RSA', keyLength: 2048 },
-  { id: 'ok/rsa-2048-sha1', key: 'rsa2048', digest: 'sha1', signatureAlgorithm: 'sha1WithRSAEncryption', keyAlgorithm: 'RSA', keyLength: 2048 },
-  { id: 'ok/rsa-4096', key: 'rsa4096', digest: 'sha512', signatureAlgorithm: 'sha512WithRSAEncryption', keyAlgorithm: 'RSA', keyLength: 4096 },
-  { id: 'ok/ec-p256', key: 'p256', digest: 'sha256', signatureAlgorithm: 'ecdsa-with-SHA256', keyAlgorithm: 'ECC', keyLength: 256, curve: 'P-256' },
-  { id: 'ok/ec-p384', key: 'p384', digest: 'sha384', signatureAlgorithm: 'ecdsa-with-SHA384', keyAlgorithm: 'ECC', keyLength: 384, curve: 'P-384' },
-  { id: 'ok/ec-p192', key: 'p192', digest: 'sha256', signatureAlgorithm: 'ecdsa-with-SHA256', keyAlgorithm: 'ECC', keyLength: 192, curve: 'P-192' },
-  { id: 'ok/dsa-2048', key: 'dsa2048', digest: 'sha256', signatureAlgorithm: 'dsa_with_SHA256', keyAlgorithm: 'DSA', keyLength: 2048 },
+  {
+    id: 'ok/rsa-2048',
+    key: 'rsa2048',
+    digest: 'sha256',
+    signatureAlgorithm: 'sha256WithRSAEncryption',
+    keyAlgorithm: 'RSA',
+    keyLength: 2048,
+  },
+  {
+    id: 'ok/rsa-2048-sha1',
+    key: 'rsa2048',
+    digest: 'sha1',
+    signatureAlgorithm: 'sha1WithRSAEncryption',
+    keyAlgorithm: 'RSA',
+    keyLength: 2048,
+  },
+  {
+    id: 'ok/rsa-4096',
+    key: 'rsa4096',
+    digest: 'sha512',
+    signatureAlgorithm: 'sha512WithRSAEncryption',
+    keyAlgorithm: 'RSA',
+    keyLength: 4096,
+  },
+  {
+    id: 'ok/ec-p256',
+    key: 'p256',
+    digest: 'sha256',
+    signatureAlgorithm: 'ecdsa-with-SHA256',
+    keyAlgorithm: 'ECC',
+    keyLength: 256,
+    curve: 'P-256',
+  },
+  {
+    id: 'ok/ec-p384',
+    key: 'p384',
+    digest: 'sha384',
+    signatureAlgorithm: 'ecdsa-with-SHA384',
+    keyAlgorithm: 'ECC',
+    keyLength: 384,
+    curve: 'P-384',
+  },
+  {
+    id: 'ok/ec-p192',
+    key: 'p192',
+    digest: 'sha256',
+    signatureAlgorithm: 'ecdsa-with-SHA256',
+    keyAlgorithm: 'ECC',
+    keyLength: 192,
+    curve: 'P-192',
+  },
+  {
+    id: 'ok/dsa-2048',
+    key: 'dsa2048',
+    digest: 'sha256',
+    signatureAlgorithm: 'dsa_with_SHA256',
+    keyAlgorithm: 'DSA',
+    keyLength: 2048,
+  },
   { id: 'ok/ed25519', key: 'ed25519', signatureAlgorithm: 'ED25519', keyAlgorithm: 'Ed25519', keyLength: 256 },
 ];
 
@@ -52,11 +108,47 @@ beforeAll(() => {
   for (const [name, args] of Object.entries(KEYS)) openssl('genpkey', ...args, '-out', `${name}.key`);
   for (const c of OK_CASES) {
     const digest = c.digest ? [`-${c.digest}`] : [];
-    openssl('req', '-new', ...digest, '-key', `${c.key}.key`, '-subj', SUBJECT, '-addext', SAN, '-out', `${c.id.slice(3)}.csr`);
+    openssl(
+      'req',
+      '-new',
+      ...digest,
+      '-key',
+      `${c.key}.key`,
+      '-subj',
+      SUBJECT,
+      '-addext',
+      SAN,
+      '-out',
+      `${c.id.slice(3)}.csr`,
+    );
     openssl('req', '-in', `${c.id.slice(3)}.csr`, '-outform', 'DER', '-out', `${c.id.slice(3)}.der`);
   }
-  openssl('req', '-new', '-key', 'rsa2048.key', '-sha256', '-sigopt', 'rsa_padding_mode:pss', '-subj', '/CN=pss.example.org', '-out', 'pss.csr');
-  openssl('req', '-x509', '-new', '-key', 'p256.key', '-subj', '/CN=cert.example.org', '-days', '1', '-out', 'cert.pem');
+  openssl(
+    'req',
+    '-new',
+    '-key',
+    'rsa2048.key',
+    '-sha256',
+    '-sigopt',
+    'rsa_padding_mode:pss',
+    '-subj',
+    '/CN=pss.example.org',
+    '-out',
+    'pss.csr',
+  );
+  openssl(
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    'p256.key',
+    '-subj',
+    '/CN=cert.example.org',
+    '-days',
+    '1',
+    '-out',
+    'cert.pem',
+  );
   openssl('req', '-new', '-key', 'p256.key', '-subj', '/CN=plain.example.org', '-out', 'plain.csr');
 }, 120_000);
 
@@ -81,7 +173,8 @@ describe('parseCsr', () => {
       const file = c.id.slice(3);
       const info = parseCsr(read(`${file}.csr`));
       const der = fs.readFileSync(path.join(dir, `${file}.der`));
-      const digest = (alg: string): string => openssl('dgst', `-${alg}`, '-r', `${file}.der`).toString().split(' ')[0]!.toUpperCase();
+      const digest = (alg: string): string =>
+        openssl('dgst', `-${alg}`, '-r', `${file}.der`).toString().split(' ')[0]!.toUpperCase();
       const pubkey = openssl('req', '-in', `${file}.csr`, '-noout', '-pubkey').toString();
       expect(info).toMatchObject({
         commonName: 'www.example.org',
@@ -104,7 +197,10 @@ describe('parseCsr', () => {
       expect(Buffer.from(info.spkiDer).toString('base64')).toBe(pubkey.replace(/-----[^-]+-----|\s/g, ''));
       expect(info.curve).toBe(c.curve);
       if (c.keyAlgorithm === 'RSA') {
-        const modulus = openssl('req', '-in', `${file}.csr`, '-noout', '-modulus').toString().trim().replace('Modulus=', '');
+        const modulus = openssl('req', '-in', `${file}.csr`, '-noout', '-modulus')
+          .toString()
+          .trim()
+          .replace('Modulus=', '');
         expect(info.rsa).toEqual({ modulus: BigInt(`0x${modulus}`), publicExponent: 65537n });
       } else {
         expect(info.rsa).toBeUndefined();
@@ -112,7 +208,18 @@ describe('parseCsr', () => {
     });
 
     it('takes the e-mail from an rfc822Name SAN when the subject has none', () => {
-      openssl('req', '-new', '-key', 'p256.key', '-subj', '/CN=mail.example.org', '-addext', 'subjectAltName=email:who@example.org', '-out', 'mail.csr');
+      openssl(
+        'req',
+        '-new',
+        '-key',
+        'p256.key',
+        '-subj',
+        '/CN=mail.example.org',
+        '-addext',
+        'subjectAltName=email:who@example.org',
+        '-out',
+        'mail.csr',
+      );
       expect(parseCsr(read('mail.csr'))).toMatchObject({ email: 'who@example.org', organization: '', dnsNames: [] });
     });
 
@@ -158,18 +265,50 @@ describe('parseCsr', () => {
       ['fail/too-large', () => `${read('rsa-2048.csr')}${' '.repeat(MAX_CSR_CHARS)}`, /64 KiB/],
       ['fail/certificate', () => read('cert.pem'), /"CERTIFICATE", not a "CERTIFICATE REQUEST"/],
       ['fail/private-key', () => read('p256.key'), /"PRIVATE KEY", not a "CERTIFICATE REQUEST"/],
-      ['fail/garbled-begin-line', () => read('rsa-2048.csr').replace('BEGIN ', 'BEGIN-'), /"-----BEGIN CERTIFICATE REQUEST-----" line is damaged/],
-      ['fail/no-end-line', () => read('rsa-2048.csr').replace(/-----END[^\n]+\n?/, ''), /no "-----END CERTIFICATE REQUEST-----" line; it seems truncated/],
-      ['fail/mismatched-end-label', () => read('rsa-2048.csr').replace('BEGIN ', 'BEGIN NEW '), /END NEW CERTIFICATE REQUEST/],
-      ['fail/text-after-end', () => `${read('rsa-2048.csr')}garbage\n`, /there is text after "-----END CERTIFICATE REQUEST-----"/],
+      [
+        'fail/garbled-begin-line',
+        () => read('rsa-2048.csr').replace('BEGIN ', 'BEGIN-'),
+        /"-----BEGIN CERTIFICATE REQUEST-----" line is damaged/,
+      ],
+      [
+        'fail/no-end-line',
+        () => read('rsa-2048.csr').replace(/-----END[^\n]+\n?/, ''),
+        /no "-----END CERTIFICATE REQUEST-----" line; it seems truncated/,
+      ],
+      [
+        'fail/mismatched-end-label',
+        () => read('rsa-2048.csr').replace('BEGIN ', 'BEGIN NEW '),
+        /END NEW CERTIFICATE REQUEST/,
+      ],
+      [
+        'fail/text-after-end',
+        () => `${read('rsa-2048.csr')}garbage\n`,
+        /there is text after "-----END CERTIFICATE REQUEST-----"/,
+      ],
       ['fail/two-csrs', () => `${read('rsa-2048.csr')}${read('ec-p256.csr')}`, /after/],
-      ['fail/text-before-begin', () => `Here is my CSR:\n${read('rsa-2048.csr')}`, /neither PEM nor valid base64 \(invalid character ":"\)/],
+      [
+        'fail/text-before-begin',
+        () => `Here is my CSR:\n${read('rsa-2048.csr')}`,
+        /neither PEM nor valid base64 \(invalid character ":"\)/,
+      ],
       ['fail/invalid-base64-character', () => read('rsa-2048.csr').replace(/\n(.)/, '\n$1!'), /invalid character "!"/],
-      ['fail/misplaced-padding', () => toPem(validDer()).replace(/\n(.)/, '\n=$1'), /neither PEM nor valid base64 \(misplaced padding/],
+      [
+        'fail/misplaced-padding',
+        () => toPem(validDer()).replace(/\n(.)/, '\n=$1'),
+        /neither PEM nor valid base64 \(misplaced padding/,
+      ],
       ['fail/truncated-der', () => toPem(validDer().subarray(0, 500)), /truncated/],
-      ['fail/trailing-der-bytes', () => toPem(Buffer.concat([validDer(), Buffer.from([0, 0])])), /2 bytes of trailing data/],
+      [
+        'fail/trailing-der-bytes',
+        () => toPem(Buffer.concat([validDer(), Buffer.from([0, 0])])),
+        /2 bytes of trailing data/,
+      ],
       ['fail/not-a-csr', () => toPem(Buffer.from([0x30, 0x03, 0x02, 0x01, 0x00])), /not a PKCS#10/],
-      ['fail/certificate-der-under-csr-label', () => read('cert.pem').replace(/CERTIFICATE/g, 'CERTIFICATE REQUEST'), /PKCS#10|version/],
+      [
+        'fail/certificate-der-under-csr-label',
+        () => read('cert.pem').replace(/CERTIFICATE/g, 'CERTIFICATE REQUEST'),
+        /PKCS#10|version/,
+      ],
       ['fail/rsassa-pss', () => read('pss.csr'), /RSASSA-PSS/],
       ['fail/not-a-string', () => 42 as unknown as string, /string/],
     ];
@@ -197,7 +336,19 @@ describe('parseCsr', () => {
     });
 
     it('fail/transplanted-signature: a genuine signature by the same key over another request', () => {
-      openssl('req', '-new', '-sha256', '-key', 'rsa2048.key', '-subj', '/CN=other.example.org', '-outform', 'DER', '-out', 'other.der');
+      openssl(
+        'req',
+        '-new',
+        '-sha256',
+        '-key',
+        'rsa2048.key',
+        '-subj',
+        '/CN=other.example.org',
+        '-outform',
+        'DER',
+        '-out',
+        'other.der',
+      );
       const other = fs.readFileSync(path.join(dir, 'other.der'));
       const der = validDer();
       // RSA-2048: the signature value is the last 256 bytes of either request.
@@ -275,7 +426,8 @@ function fuzzInputs(count: number): string[] {
   const out: string[] = [];
   // Random bytes under a CSR label, and random DER-looking bytes (a SEQUENCE header first).
   for (let i = 0; i < 300; i++) out.push(toPem(bytes(int(1200))));
-  for (let i = 0; i < 100; i++) out.push(toPem(Buffer.concat([Buffer.from([0x30, 0x82, int(8), int(256)]), bytes(int(900))])));
+  for (let i = 0; i < 100; i++)
+    out.push(toPem(Buffer.concat([Buffer.from([0x30, 0x82, int(8), int(256)]), bytes(int(900))])));
   // Truncations of a valid DER (every 2 bytes) and of a valid PEM text (every 3 characters).
   const rsa = ders[0]!;
   for (let n = 0; n < rsa.length; n += 2) out.push(toPem(rsa.subarray(0, n)));

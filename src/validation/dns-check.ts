@@ -27,7 +27,10 @@ export class DnsLookupError extends Error {
   readonly hostname: string;
 
   constructor(code: string, rrtype: string, hostname: string, cause?: unknown) {
-    super(`The DNS ${rrtype} lookup of ${hostname} could not be answered (${code}).`, cause === undefined ? undefined : { cause });
+    super(
+      `The DNS ${rrtype} lookup of ${hostname} could not be answered (${code}).`,
+      cause === undefined ? undefined : { cause },
+    );
     this.name = 'DnsLookupError';
     this.code = code;
     this.rrtype = rrtype;
@@ -46,7 +49,10 @@ export class DcvResolver {
   readonly #resolver: Resolver;
 
   constructor(options: DnsOptions = {}) {
-    this.#resolver = new Resolver({ timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, tries: options.tries ?? DEFAULT_TRIES });
+    this.#resolver = new Resolver({
+      timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      tries: options.tries ?? DEFAULT_TRIES,
+    });
     // setServers throws on a malformed entry: a configuration error, surfaced at construction.
     if (options.servers !== undefined && options.servers.length > 0) this.#resolver.setServers([...options.servers]);
   }
@@ -135,14 +141,23 @@ export async function checkDnsTxt(resolver: DcvResolver, name: string, expected:
   // One name unanswered: the token may be there, so this is a retry, not a failure.
   if (unanswered !== undefined) return { ok: false, problem: unanswered.message, transient: true };
   const seen = found.length === 0 ? 'there are no TXT records' : `found ${quoteSome(found)}`;
-  return { ok: false, problem: `No TXT record at ${names.join(' or ')} has the expected value (${seen}).`, transient: false };
+  return {
+    ok: false,
+    problem: `No TXT record at ${names.join(' or ')} has the expected value (${seen}).`,
+    transient: false,
+  };
 }
 
 /**
  * Hash style: a CNAME at `_<hashMd5 lower-case>.<name>` whose target equals `target`
  * (case-insensitive, trailing dot ignored). `via` is the name holding the CNAME.
  */
-export async function checkDnsCname(resolver: DcvResolver, name: string, hashMd5: string, target: string): Promise<DnsCheckResult> {
+export async function checkDnsCname(
+  resolver: DcvResolver,
+  name: string,
+  hashMd5: string,
+  target: string,
+): Promise<DnsCheckResult> {
   const label = hashMd5.trim().toLowerCase();
   const wanted = normalizeName(target);
   if (!/^[0-9a-z]+$/.test(label) || wanted === '') {
@@ -157,7 +172,10 @@ export async function checkDnsCname(resolver: DcvResolver, name: string, hashMd5
     throw err;
   }
   if (actual === wanted) return { ok: true, via: alias };
-  const problem = actual === null ? `There is no CNAME record at ${alias}.` : `The CNAME record at ${alias} points to ${actual}, not to ${wanted}.`;
+  const problem =
+    actual === null
+      ? `There is no CNAME record at ${alias}.`
+      : `The CNAME record at ${alias} points to ${actual}, not to ${wanted}.`;
   return { ok: false, problem, transient: false };
 }
 
@@ -178,7 +196,11 @@ const KNOWN_TAGS = new Set(['issue', 'issuewild', 'iodef', 'contactemail', 'cont
  * (";") authorizes no one. Tags and domains are case-insensitive. A lookup that cannot be
  * answered is transient: never read as "no records" (that would permit).
  */
-export async function checkCaa(resolver: DcvResolver, name: string, issuerDomains: readonly string[]): Promise<CaaResult> {
+export async function checkCaa(
+  resolver: DcvResolver,
+  name: string,
+  issuerDomains: readonly string[],
+): Promise<CaaResult> {
   const fqdn = normalizeName(name);
   const wildcard = fqdn.startsWith('*.');
   const host = wildcard ? fqdn.slice(2) : fqdn;
@@ -201,7 +223,11 @@ export async function checkCaa(resolver: DcvResolver, name: string, issuerDomain
   const at = relevant.name;
   const critical = relevant.records.find((r) => r.critical && !KNOWN_TAGS.has(r.tag));
   if (critical !== undefined) {
-    return { permitted: false, relevant: at, problem: `The CAA records at ${at} include the critical property ${JSON.stringify(critical.tag)}, unknown to this CA, which forbids issuance.` };
+    return {
+      permitted: false,
+      relevant: at,
+      problem: `The CAA records at ${at} include the critical property ${JSON.stringify(critical.tag)}, unknown to this CA, which forbids issuance.`,
+    };
   }
   // issuewild counts only for wildcard names, and only when the set has one (RFC 8659 §4.3).
   const wild = wildcard ? relevant.records.filter((r) => r.tag === 'issuewild') : [];
@@ -211,7 +237,11 @@ export async function checkCaa(resolver: DcvResolver, name: string, issuerDomain
   const ours = new Set(issuerDomains.map(normalizeName));
   if (properties.some((p) => ours.has(issuerDomainOf(p.value) ?? ''))) return { permitted: true, relevant: at };
   const values = properties.map((p) => `${tag} ${JSON.stringify(p.value)}`).join(', ');
-  return { permitted: false, relevant: at, problem: `The CAA records at ${at} do not authorize this CA to issue for ${fqdn} (${values}).` };
+  return {
+    permitted: false,
+    relevant: at,
+    problem: `The CAA records at ${at} do not authorize this CA to issue for ${fqdn} (${values}).`,
+  };
 }
 
 const ISSUER_DOMAIN = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/;
@@ -243,7 +273,10 @@ function approverNames(name: string): { domain: string; names: string[] } | unde
   const base = baseDomain(name);
   if (base === undefined) return undefined;
   const host = base.fqdn.startsWith('*.') ? base.fqdn.slice(2) : base.fqdn;
-  return { domain: base.domain, names: climb(host).slice(0, host.split('.').length - base.domain.split('.').length + 1) };
+  return {
+    domain: base.domain,
+    names: climb(host).slice(0, host.split('.').length - base.domain.split('.').length + 1),
+  };
 }
 
 /**
@@ -257,9 +290,13 @@ function approverNames(name: string): { domain: string; names: string[] } | unde
  * CertdeskError 'invalidName' for a name without a base domain, DnsLookupError when a lookup
  * cannot be answered.
  */
-export async function discoverApprovers(resolver: DcvResolver, name: string): Promise<{ domain: string; approvers: Approver[] }> {
+export async function discoverApprovers(
+  resolver: DcvResolver,
+  name: string,
+): Promise<{ domain: string; approvers: Approver[] }> {
   const found = approverNames(name);
-  if (found === undefined) throw new CertdeskError('invalidName', `${JSON.stringify(name)} has no registered domain to find approvers for.`);
+  if (found === undefined)
+    throw new CertdeskError('invalidName', `${JSON.stringify(name)} has no registered domain to find approvers for.`);
   const { domain, names } = found;
 
   const [txts, caas] = await Promise.all([

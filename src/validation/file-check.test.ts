@@ -38,7 +38,11 @@ const open: http.Server[] = [];
 async function listen(server: http.Server, handler: Handler): Promise<TestServer> {
   const requests: Seen[] = [];
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    requests.push({ url: req.url ?? '', headers: req.headers, servername: (req.socket as Partial<TLSSocket>).servername || undefined });
+    requests.push({
+      url: req.url ?? '',
+      headers: req.headers,
+      servername: (req.socket as Partial<TLSSocket>).servername || undefined,
+    });
     handler(req, res);
   });
   open.push(server);
@@ -47,10 +51,12 @@ async function listen(server: http.Server, handler: Handler): Promise<TestServer
 }
 const httpServer = (handler: Handler): Promise<TestServer> => listen(http.createServer(), handler);
 
-const send = (status: number, body = '', headers: http.OutgoingHttpHeaders = {}): Handler => (_req, res) => {
-  res.writeHead(status, { 'content-type': 'text/plain', ...headers });
-  res.end(body);
-};
+const send =
+  (status: number, body = '', headers: http.OutgoingHttpHeaders = {}): Handler =>
+  (_req, res) => {
+    res.writeHead(status, { 'content-type': 'text/plain', ...headers });
+    res.end(body);
+  };
 const redirect = (location: string, status = 302): Handler => send(status, '', { location });
 
 const options = (port: number, extra: Partial<FileCheckOptions> = {}): FileCheckOptions => ({
@@ -100,7 +106,9 @@ describe('checkFile', () => {
   it('ok/crlf-and-trailing-space: compares after CRLF → LF and trimming, on both sides', async () => {
     const s = await httpServer(send(200, `\r\n  ${TOKEN.replace(/\n/g, '\r\n')}\r\n  \n`));
     expect(await checkFile('www.example.com', FILE, `${TOKEN}\n`, options(s.port))).toMatchObject({ ok: true });
-    expect(await checkFile('WWW.Example.COM.', FILE, TOKEN.replace(/\n/g, '\r\n'), options(s.port))).toMatchObject({ ok: true });
+    expect(await checkFile('WWW.Example.COM.', FILE, TOKEN.replace(/\n/g, '\r\n'), options(s.port))).toMatchObject({
+      ok: true,
+    });
   });
 
   it('fail/wrong-content: says so without echoing the body', async () => {
@@ -131,7 +139,9 @@ describe('checkFile', () => {
   });
 
   it('ok/redirect-relative: follows a relative Location on the same host', async () => {
-    const s = await httpServer((req, res) => (req.url === PATH ? redirect('../../moved/token.txt', 301)(req, res) : send(200, TOKEN)(req, res)));
+    const s = await httpServer((req, res) =>
+      req.url === PATH ? redirect('../../moved/token.txt', 301)(req, res) : send(200, TOKEN)(req, res),
+    );
     const result = await checkFile('www.example.com', FILE, TOKEN, options(s.port));
     expect(result).toEqual({ ok: true, url: 'http://www.example.com/moved/token.txt' });
     expect(s.requests.map((r) => r.url)).toEqual([PATH, '/moved/token.txt']);
@@ -141,7 +151,8 @@ describe('checkFile', () => {
   it('ok/redirect-absolute-other-host: follows to another name on the validation port, Host says that name', async () => {
     let port = 0;
     const s = await httpServer((req, res) => {
-      if (req.headers.host === 'www.example.com') redirect(`http://other.example.net:${port}/dcv/${FILE}?x=1#frag`, 307)(req, res);
+      if (req.headers.host === 'www.example.com')
+        redirect(`http://other.example.net:${port}/dcv/${FILE}?x=1#frag`, 307)(req, res);
       else send(200, TOKEN)(req, res);
     });
     port = s.port;
@@ -174,13 +185,21 @@ describe('checkFile', () => {
   it('fail/redirect-other-port: refused, the other server is never asked', async () => {
     const other = await httpServer(send(200, TOKEN));
     const s = await httpServer(redirect(`http://www.example.com:${other.port}${PATH}`));
-    expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(s.port)), new RegExp(`port ${other.port} is not allowed`), false);
+    expectFailure(
+      await checkFile('www.example.com', FILE, TOKEN, options(s.port)),
+      new RegExp(`port ${other.port} is not allowed`),
+      false,
+    );
     expect(other.requests).toHaveLength(0);
   });
 
   it('fail/redirect-https-other-port: an https target must use the https validation port', async () => {
     const s = await httpServer(redirect(`https://www.example.com:1${PATH}`));
-    expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(s.port, { httpsPort: 8443 })), /port 1 is not allowed/, false);
+    expectFailure(
+      await checkFile('www.example.com', FILE, TOKEN, options(s.port, { httpsPort: 8443 })),
+      /port 1 is not allowed/,
+      false,
+    );
   });
 
   it('fail/redirect-ftp: only http and https', async () => {
@@ -190,7 +209,9 @@ describe('checkFile', () => {
 
   it('fail/redirect-ip-literal: a redirect target must be a DNS name too', async () => {
     let port = 0;
-    const s = await httpServer((req, res) => (req.url === PATH ? redirect(`http://127.0.0.1:${port}/x`)(req, res) : send(200, TOKEN)(req, res)));
+    const s = await httpServer((req, res) =>
+      req.url === PATH ? redirect(`http://127.0.0.1:${port}/x`)(req, res) : send(200, TOKEN)(req, res),
+    );
     port = s.port;
     expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(s.port)), /IP address/, false);
     expect(s.requests).toHaveLength(1);
@@ -218,13 +239,21 @@ describe('checkFile', () => {
       };
       pump();
     });
-    expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(s.port)), /response larger than 64 KiB/, false);
+    expectFailure(
+      await checkFile('www.example.com', FILE, TOKEN, options(s.port)),
+      /response larger than 64 KiB/,
+      false,
+    );
     await expect(closed).resolves.toBeUndefined();
   });
 
   it('fail/declared-length-over-limit: refused from the header alone', async () => {
     const s = await httpServer(send(200, 'x'.repeat(65_537)));
-    expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(s.port)), /response larger than 64 KiB/, false);
+    expectFailure(
+      await checkFile('www.example.com', FILE, TOKEN, options(s.port)),
+      /response larger than 64 KiB/,
+      false,
+    );
   });
 
   it('ok/body-exactly-64-KiB: the limit itself is allowed', async () => {
@@ -239,14 +268,22 @@ describe('checkFile', () => {
       closed = new Promise<void>((done) => req.socket.on('close', () => done()));
     });
     const started = Date.now();
-    expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(s.port, { timeoutMs: 300 })), /timed out/, true);
+    expectFailure(
+      await checkFile('www.example.com', FILE, TOKEN, options(s.port, { timeoutMs: 300 })),
+      /timed out/,
+      true,
+    );
     expect(Date.now() - started).toBeLessThan(3_000);
     await expect(closed).resolves.toBeUndefined();
   });
 
   it('fail/slow-resolver: the lookup counts against the timeout', async () => {
     const never = (): Promise<string[]> => new Promise<string[]>(() => undefined);
-    expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(1, { resolve: never, timeoutMs: 200 })), /timed out/, true);
+    expectFailure(
+      await checkFile('www.example.com', FILE, TOKEN, options(1, { resolve: never, timeoutMs: 200 })),
+      /timed out/,
+      true,
+    );
   });
 
   it('fail/connection-refused: transient', async () => {
@@ -273,11 +310,14 @@ describe('checkFile', () => {
     expect(s.requests).toHaveLength(0);
   });
 
-  it.each([['../etc/passwd'], ['a/b.txt'], ['..'], ['x.txt?y=1'], ['x%2f.txt'], ['']])('fail/file-name %j: refused', async (name) => {
-    const s = await httpServer(send(200, TOKEN));
-    expectFailure(await checkFile('www.example.com', name, TOKEN, options(s.port)), /file name/, false);
-    expect(s.requests).toHaveLength(0);
-  });
+  it.each([['../etc/passwd'], ['a/b.txt'], ['..'], ['x.txt?y=1'], ['x%2f.txt'], ['']])(
+    'fail/file-name %j: refused',
+    async (name) => {
+      const s = await httpServer(send(200, TOKEN));
+      expectFailure(await checkFile('www.example.com', name, TOKEN, options(s.port)), /file name/, false);
+      expect(s.requests).toHaveLength(0);
+    },
+  );
 
   it('fail/empty-expected: an empty page never validates', async () => {
     const s = await httpServer(send(200, ''));
@@ -294,7 +334,11 @@ describe('checkFile', () => {
 
   it('fail/only-private-addresses: [10.0.0.1, 127.0.0.1] is refused without allowPrivate', async () => {
     const s = await httpServer(send(200, TOKEN));
-    expectFailure(await checkFile('mixed.example.com', FILE, TOKEN, options(s.port, { allowPrivate: false })), /may not be fetched/, false);
+    expectFailure(
+      await checkFile('mixed.example.com', FILE, TOKEN, options(s.port, { allowPrivate: false })),
+      /may not be fetched/,
+      false,
+    );
     expect(s.requests).toHaveLength(0);
   });
 
@@ -310,7 +354,9 @@ describe('checkFile', () => {
       asked.push(name);
       return resolve(name);
     };
-    expect(await checkFile('www.example.com', FILE, TOKEN, options(s.port, { resolve: recording }))).toMatchObject({ ok: true });
+    expect(await checkFile('www.example.com', FILE, TOKEN, options(s.port, { resolve: recording }))).toMatchObject({
+      ok: true,
+    });
     expect(asked).toEqual(['www.example.com', 'other.example.net']);
   });
 
@@ -322,7 +368,11 @@ describe('checkFile', () => {
     const failing = async (): Promise<string[]> => {
       throw Object.assign(new Error('queryA ESERVFAIL www.example.com'), { code: 'ESERVFAIL' });
     };
-    expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(1, { resolve: failing })), /Could not resolve www\.example\.com/, true);
+    expectFailure(
+      await checkFile('www.example.com', FILE, TOKEN, options(1, { resolve: failing })),
+      /Could not resolve www\.example\.com/,
+      true,
+    );
   });
 
   describe('https', () => {
@@ -333,7 +383,23 @@ describe('checkFile', () => {
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'certdesk-file-check-'));
       execFileSync(
         'openssl',
-        ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2', '-subj', '/CN=localhost', '-keyout', 'k.pem', '-out', 'c.pem'],
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:P-256',
+          '-nodes',
+          '-days',
+          '2',
+          '-subj',
+          '/CN=localhost',
+          '-keyout',
+          'k.pem',
+          '-out',
+          'c.pem',
+        ],
         { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       key = fs.readFileSync(path.join(dir, 'k.pem'), 'utf8');
@@ -357,7 +423,11 @@ describe('checkFile', () => {
     it('fail/https-wrong-content: compared the same way', async () => {
       const secure = await listen(https.createServer({ key, cert }), send(200, 'nope'));
       const s = await httpServer(redirect(`https://www.example.com:${secure.port}${PATH}`));
-      expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(s.port, { httpsPort: secure.port })), /content does not match/, false);
+      expectFailure(
+        await checkFile('www.example.com', FILE, TOKEN, options(s.port, { httpsPort: secure.port })),
+        /content does not match/,
+        false,
+      );
     });
   });
 });
@@ -401,10 +471,16 @@ describe('isPublicAddress', () => {
     expect(isPublicAddress(address)).toBe(false);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2a00:1450:4001:82b::200e', '172.32.0.1', '100.128.0.1'])(
-    '%s → true',
-    (address) => {
-      expect(isPublicAddress(address)).toBe(true);
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+    '2a00:1450:4001:82b::200e',
+    '172.32.0.1',
+    '100.128.0.1',
+  ])('%s → true', (address) => {
+    expect(isPublicAddress(address)).toBe(true);
+  });
 });

@@ -44,7 +44,12 @@ const MAX_SHOWN = 200;
  * DNS answer that changes between check and connect cannot reach a refused address. Never
  * throws; never for wildcard names or IP literals.
  */
-export async function checkFile(host: string, fileName: string, expected: string, options: FileCheckOptions): Promise<FileCheckResult> {
+export async function checkFile(
+  host: string,
+  fileName: string,
+  expected: string,
+  options: FileCheckOptions,
+): Promise<FileCheckResult> {
   const raw = String(host).trim();
   if (raw.includes('*')) return refuse('FILE validation is not available for wildcard names');
   const name = checkDnsSyntax(raw, { allowWildcard: false });
@@ -88,7 +93,10 @@ async function follow(start: URL, wanted: string, s: Settings, signal: AbortSign
     const hostname = url.hostname;
     let addresses: string[];
     try {
-      addresses = await untilAborted(Promise.resolve().then(() => s.resolve(hostname)), signal);
+      addresses = await untilAborted(
+        Promise.resolve().then(() => s.resolve(hostname)),
+        signal,
+      );
     } catch (err) {
       if (signal.aborted) return timedOut(s.timeoutMs);
       return { ok: false, problem: `Could not resolve ${hostname}: ${describe(err)}`, transient: true };
@@ -97,7 +105,9 @@ async function follow(start: URL, wanted: string, s: Settings, signal: AbortSign
     const address = list.find((a) => isIP(a) !== 0 && (s.allowPrivate || isPublicAddress(a)));
     if (address === undefined) {
       if (list.length === 0) return refuse(`${hostname} has no address.`);
-      return refuse(`${hostname} resolves only to addresses that may not be fetched (${shown(list.slice(0, 4).join(', '))}).`);
+      return refuse(
+        `${hostname} resolves only to addresses that may not be fetched (${shown(list.slice(0, 4).join(', '))}).`,
+      );
     }
 
     const port = url.protocol === 'https:' ? s.httpsPort : s.httpPort;
@@ -116,7 +126,8 @@ async function follow(start: URL, wanted: string, s: Settings, signal: AbortSign
       return refuse(`content does not match at ${shown(url.href)}`);
     }
     if (hop.status >= 300 && hop.status < 400 && hop.location !== undefined) {
-      if (redirects >= s.maxRedirects) return refuse(`too many redirects (more than ${s.maxRedirects}) at ${shown(url.href)}`);
+      if (redirects >= s.maxRedirects)
+        return refuse(`too many redirects (more than ${s.maxRedirects}) at ${shown(url.href)}`);
       const next = redirectTarget(url, hop.location, s);
       if (!(next instanceof URL)) return next;
       // Nothing here carries state (no cookies), so a URL seen before means a loop.
@@ -144,7 +155,9 @@ function redirectTarget(from: URL, location: string, s: Settings): URL | FileChe
   // WHATWG URL drops a port equal to the scheme's default; the validation port applies then.
   const validationPort = next.protocol === 'https:' ? s.httpsPort : s.httpPort;
   if (next.port !== '' && Number(next.port) !== validationPort) {
-    return refuse(`redirect to port ${next.port} is not allowed (only ${validationPort} for ${next.protocol.slice(0, -1)})`);
+    return refuse(
+      `redirect to port ${next.port} is not allowed (only ${validationPort} for ${next.protocol.slice(0, -1)})`,
+    );
   }
   const target = checkDnsSyntax(next.hostname, { allowWildcard: false });
   if (!target.ok) return refuse(`redirect to ${shown(next.host)} is not followed: ${target.problem}`);
@@ -284,7 +297,7 @@ const V6_RESERVED = [
 ];
 
 function isPublicV4(value: number): boolean {
-  return !V4_RESERVED.some(({ base, bits }) => bits === 0 || ((value ^ base) >>> (32 - bits)) === 0);
+  return !V4_RESERVED.some(({ base, bits }) => bits === 0 || (value ^ base) >>> (32 - bits) === 0);
 }
 
 function ipv4Value(address: string): number {

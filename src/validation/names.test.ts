@@ -43,7 +43,11 @@ describe('checkDnsName', () => {
       ['fail/percent-escape', 'ex%41mple.com', /character "%"/],
       ['fail/slash', 'example.com/path', /character "\/"/],
       ['fail/label-64', `${'a'.repeat(64)}.com`, /longer than 63/],
-      ['fail/name-254', `${'a'.repeat(62)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(59)}.com`, /longer than 253/],
+      [
+        'fail/name-254',
+        `${'a'.repeat(62)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(59)}.com`,
+        /longer than 253/,
+      ],
       ['fail/numeric-tld', 'www.example.123', /all-numeric top-level/],
       ['fail/ipv4', '192.0.2.1', /IP address/],
       ['fail/ipv4-hex-form', '0x7f.1', /IP address|all-numeric/],
@@ -77,7 +81,19 @@ describe('checkDnsName', () => {
     });
 
     it('never throws, whatever the input', () => {
-      const odd = ['\u0000', '\uFFFF.com', '..', '*.', '.*', 'a'.repeat(100_000), '\u200b', 'ä'.repeat(300), null, undefined, 42];
+      const odd = [
+        '\u0000',
+        '\uFFFF.com',
+        '..',
+        '*.',
+        '.*',
+        'a'.repeat(100_000),
+        '\u200b',
+        'ä'.repeat(300),
+        null,
+        undefined,
+        42,
+      ];
       for (const input of odd) {
         const result = checkDnsName(input as string, WILD);
         expect(result.ok).toBe(false);

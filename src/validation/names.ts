@@ -50,7 +50,8 @@ export function checkDnsSyntax(input: string, opts: { allowWildcard: boolean }):
   // drop some characters and turn forms like 0x7f.1 into 127.0.0.1 without a word.
   // eslint-disable-next-line no-control-regex -- the whole ASCII range, NUL included, is meant
   const badAscii = /[\x00-\x7f]/.exec(rest.replace(/[a-z0-9.-]/g, ''));
-  if (badAscii) return fail(`${shown} contains the character ${JSON.stringify(badAscii[0])}, not allowed in a DNS name.`);
+  if (badAscii)
+    return fail(`${shown} contains the character ${JSON.stringify(badAscii[0])}, not allowed in a DNS name.`);
   // Checked before conversion too: the WHATWG host parser refuses names ending in a number.
   if (/(?:^|\.)[0-9]+$/.test(rest)) return fail(`${shown} has an all-numeric top-level domain.`);
   const ascii = domainToASCII(rest);
@@ -62,7 +63,8 @@ export function checkDnsSyntax(input: string, opts: { allowWildcard: boolean }):
   for (const label of labels) {
     if (label === '') return fail(`${shown} has an empty label.`);
     if (label.length > 63) return fail(`${shown} has a label longer than 63 characters.`);
-    if (label.startsWith('-') || label.endsWith('-')) return fail(`${shown} has a label that starts or ends with a hyphen.`);
+    if (label.startsWith('-') || label.endsWith('-'))
+      return fail(`${shown} has a label that starts or ends with a hyphen.`);
     if (!LABEL.test(label)) return fail(`${shown} has a label with characters other than letters, digits and hyphens.`);
   }
   if (labels.length < 2) return fail(`${shown} is not a fully qualified domain name.`);

@@ -13,8 +13,14 @@ import { registerOpenApi } from './ops/openapi.js';
 import { registerOAuth } from './oauth/routes.js';
 import { registerPki, type PkiDeps } from './pki/routes.js';
 import { registerApprovalPage } from './dcv/approval.js';
+import { registerSignIn } from './ui/sign-in.js';
+import { registerTwoFactor } from './ui/two-factor.js';
+import type { SignIn } from '../ra/accounts/sign-in.js';
+import type { TwoFactor } from '../ra/accounts/two-factor.js';
 import { registerRest, type RestDeps } from './rest/index.js';
 import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.js';
+import { redactingLogger } from './log-redaction.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from './server-timeouts.js';
 import type { AccessEntry, App } from './types.js';
 
 export interface WebOptions {
@@ -25,11 +31,16 @@ export interface WebOptions {
   /** Requests per minute per client address without a valid token. */
   readonly rateLimitAnonymous: number;
   readonly publicUrl: string;
-  /** pino logger; false for none (tests, benchmarks). */
+  /** pino logger; false for none (tests, benchmarks). Secrets are kept out of it (log-redaction.ts). */
   readonly logger: Logger | false;
+  /** Milliseconds a request (headers and body) may take to arrive before a 408 (default 30 s). */
+  readonly requestTimeout?: number;
 }
 
-export type WebDeps = RestDeps & OpsDeps & PkiDeps & Parameters<typeof registerOAuth>[1];
+export type WebDeps = RestDeps &
+  OpsDeps &
+  PkiDeps &
+  Parameters<typeof registerOAuth>[1] & { readonly signIn: SignIn; readonly twoFactor: TwoFactor };
 
 /**
  * Builds the HTTP front end: /rest/v1, /oauth2, operations routes and the OpenAPI document.
@@ -37,7 +48,7 @@ export type WebDeps = RestDeps & OpsDeps & PkiDeps & Parameters<typeof registerO
  */
 export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App> {
   const app = Fastify({
-    loggerInstance: options.logger === false ? undefined : options.logger,
+    loggerInstance: options.logger === false ? undefined : redactingLogger(options.logger),
     logger: options.logger === false ? false : undefined,
     bodyLimit: options.bodyLimit,
     trustProxy: fastifyTrustProxy(options.trustProxy),
@@ -58,10 +69,11 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     // Errors the router raises before any route (bad URL encoding) leave as the envelope too.
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
-    // A client may not hold a request open forever (slow bodies); keep-alive idles are cut too.
-    requestTimeout: 30_000,
+    // A client may not hold a request open forever (slow headers or bodies): 408 and close.
+    ...requestTimeoutOptions(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS),
     // Misspelled paths of the original service (DESIGN §5.2) reach their canonical routes.
     rewriteUrl: (req) => canonicalUrl(req.url ?? '/'),
+    // An idle socket (keep-alive or not) closes after 60 s without traffic.
     connectionTimeout: 60_000,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
@@ -92,12 +104,20 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
     max: (_request, key) => (key.startsWith('a:') ? options.rateLimitAnonymous : options.rateLimit),
     // Limit headers only on 429 (with Retry-After): on every response they cost ~5 % of a cheap request.
     addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
-    addHeaders: { 'x-ratelimit-limit': true, 'x-ratelimit-remaining': true, 'x-ratelimit-reset': true, 'retry-after': true },
+    addHeaders: {
+      'x-ratelimit-limit': true,
+      'x-ratelimit-remaining': true,
+      'x-ratelimit-reset': true,
+      'retry-after': true,
+    },
     errorResponseBuilder: (_request, context) =>
-      Object.assign(new CertdeskError('rateLimited', `Too many requests: retry in ${Math.ceil(context.ttl / 1000)} s.`), {
-        statusCode: 429,
-        retryAfter: Math.ceil(context.ttl / 1000),
-      }),
+      Object.assign(
+        new CertdeskError('rateLimited', `Too many requests: retry in ${Math.ceil(context.ttl / 1000)} s.`),
+        {
+          statusCode: 429,
+          retryAfter: Math.ceil(context.ttl / 1000),
+        },
+      ),
   });
   addAuthEnforcement(app);
   app.addHook('preValidation', async (request) => {
@@ -111,13 +131,17 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
   app.addHook('onRoute', (route) => {
     const access = route.config?.access;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (access !== undefined) for (const method of methods) if (method !== 'HEAD') accessTable.push({ method, url: route.url, access });
+    if (access !== undefined)
+      for (const method of methods) if (method !== 'HEAD') accessTable.push({ method, url: route.url, access });
   });
   await registerOpenApi(app, options.publicUrl);
   registerOps(app, deps);
   registerOAuth(app, deps);
   await registerPki(app, deps);
   registerApprovalPage(app, deps);
+  // The session cookie is Secure wherever the service is reached over https.
+  registerSignIn(app, { ...deps, secureCookies: options.publicUrl.startsWith('https:') });
+  registerTwoFactor(app, deps);
   await app.register(async (rest) => registerRest(rest as App, deps), { prefix: '/rest/v1' });
   return app;
 }

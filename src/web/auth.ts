@@ -1,5 +1,5 @@
 import { CertdeskError, roleAllows, scopeAllows } from '../core/index.js';
-import type { OAuth } from '../ra/oauth.js';
+import type { OAuth } from '../ra/accounts/oauth.js';
 import type { App } from './types.js';
 
 /** Extracts the token of `Authorization: Bearer <token>`; undefined when absent or malformed. */
@@ -40,10 +40,16 @@ export function addAuthEnforcement(app: App): void {
     const principal = request.principal;
     if (principal === undefined) throw new CertdeskError('unauthenticated');
     if (!scopeAllows(principal.scopes, access)) {
-      throw new CertdeskError('forbidden', `Authorization failed: the token's scopes (${principal.scopes.join(' ')}) do not include this request.`);
+      throw new CertdeskError(
+        'forbidden',
+        `Authorization failed: the token's scopes (${principal.scopes.join(' ')}) do not include this request.`,
+      );
     }
     if (!roleAllows(principal.roles, access)) {
-      throw new CertdeskError('forbidden', `Authorization failed: the user's roles (${principal.roles.join(', ') || 'none'}) do not allow this request.`);
+      throw new CertdeskError(
+        'forbidden',
+        `Authorization failed: the user's roles (${principal.roles.join(', ') || 'none'}) do not allow this request.`,
+      );
     }
   });
 }

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { CertdeskError, errorRow, type ErrorKind } from '../core/index.js';
+import { BOOLISH_PATTERN, CertdeskError, errorRow, type ErrorKind } from '../core/index.js';
 
 /** The failure body of DESIGN §5.1. */
 export interface FailureBody {
@@ -13,12 +13,20 @@ export interface FailureBody {
 /** Renders a CertdeskError as its HTTP status and failure body. */
 export function failure(err: CertdeskError): { status: number; body: FailureBody } {
   const row = errorRow(err.kind);
-  const body: FailureBody = { success: false, Message: err.hasMessage ? err.message : row.message, ErrorId: row.errorId };
+  const body: FailureBody = {
+    success: false,
+    Message: err.hasMessage ? err.message : row.message,
+    ErrorId: row.errorId,
+  };
   if (err.field !== undefined) body.ErrorField = err.field;
   if (err.faults.length > 0) {
     body.Errors = err.faults.map((f) => {
       const r = errorRow(f.kind);
-      return { ErrorId: r.errorId, ...(f.field === undefined ? {} : { ErrorField: f.field }), Message: f.message ?? r.message };
+      return {
+        ErrorId: r.errorId,
+        ...(f.field === undefined ? {} : { ErrorField: f.field }),
+        Message: f.message ?? r.message,
+      };
     });
   }
   return { status: row.status, body };
@@ -27,15 +35,21 @@ export function failure(err: CertdeskError): { status: number; body: FailureBody
 /** Maps anything thrown while serving a request to a CertdeskError; unknown errors become `internal`. */
 export function toCertdeskError(error: unknown): CertdeskError {
   if (error instanceof CertdeskError) return error;
-  const e = error as Partial<FastifyError> & { validation?: { instancePath?: string; params?: Record<string, unknown>; message?: string }[] };
+  const e = error as Partial<FastifyError> & { validation?: SchemaError[] };
   if (Array.isArray(e.validation) && e.validation.length > 0) {
-    const faults = e.validation.map((v) => {
+    // One fault per field: a union (anyOf) reports each branch it tried, which means nothing alone.
+    const byField = new Map<string, SchemaError[]>();
+    for (const v of e.validation) {
       const field = fieldOf(v.instancePath ?? '', v.params, e.validationContext);
-      const missing = typeof v.params?.missingProperty === 'string';
-      const message = missing ? `${field} is required` : `${field} ${v.message ?? 'is invalid'}`;
-      return { kind: 'invalidInput' as ErrorKind, field, message };
-    });
-    return CertdeskError.ofFaults(faults);
+      byField.set(field, [...(byField.get(field) ?? []), v]);
+    }
+    return CertdeskError.ofFaults(
+      [...byField].map(([field, errors]) => ({
+        kind: 'invalidInput' as ErrorKind,
+        field,
+        message: `${field} ${schemaProblem(errors)}.`,
+      })),
+    );
   }
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -50,10 +64,67 @@ export function toCertdeskError(error: unknown): CertdeskError {
       return new CertdeskError('invalidInput', 'A path parameter is too long.');
     default:
   }
-  if (error instanceof SyntaxError) return new CertdeskError('malformedRequest', `The request body is not valid JSON: ${error.message}`);
+  if (error instanceof SyntaxError)
+    return new CertdeskError('malformedRequest', `The request body is not valid JSON: ${error.message}`);
   if (e.statusCode === 429) return new CertdeskError('rateLimited');
-  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return new CertdeskError('malformedRequest', e.message);
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500)
+    return new CertdeskError('malformedRequest', e.message);
   return new CertdeskError('internal', undefined, { cause: error });
+}
+
+/** One failed schema keyword, as Ajv reports it. */
+interface SchemaError {
+  readonly instancePath?: string;
+  readonly keyword?: string;
+  readonly params?: Record<string, unknown>;
+  readonly message?: string;
+}
+
+const article = (type: string) => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);
+
+/**
+ * What is wrong with one field, in words a client's developer reads once: the most specific
+ * failure of the field's schema (required, a bound, a form), else the types a union accepts,
+ * else its allowed values.
+ */
+function schemaProblem(errors: readonly SchemaError[]): string {
+  const of = (keyword: string) => errors.filter((v) => v.keyword === keyword);
+  if (errors.some((v) => typeof v.params?.missingProperty === 'string')) return 'is required';
+  if (of('pattern').some((v) => v.params?.pattern === BOOLISH_PATTERN))
+    return 'must be true or false (also True/False or 1/0)';
+  for (const v of errors) {
+    const limit = v.params?.limit;
+    switch (v.keyword) {
+      case 'maximum':
+        return `must be at most ${String(limit)}`;
+      case 'minimum':
+        return `must be at least ${String(limit)}`;
+      case 'maxLength':
+        return `must be at most ${String(limit)} characters long`;
+      case 'minLength':
+        return Number(limit) === 1 ? 'must not be empty' : `must be at least ${String(limit)} characters long`;
+      case 'maxItems':
+        return `must have at most ${String(limit)} items`;
+      case 'minItems':
+        return `must have at least ${String(limit)} items`;
+      case 'pattern':
+      case 'format':
+        return 'does not have the expected form';
+      case 'additionalProperties':
+        return 'is not allowed here';
+      default:
+    }
+  }
+  const types = [...new Set(of('type').flatMap((v) => String(v.params?.type ?? '').split(',')))].filter(Boolean);
+  if (types.length > 0) return `must be ${types.map(article).join(' or ')}`;
+  const allowed = [
+    ...new Set([
+      ...of('const').map((v) => v.params?.allowedValue),
+      ...of('enum').flatMap((v) => (v.params?.allowedValues as unknown[] | undefined) ?? []),
+    ]),
+  ];
+  if (allowed.length > 0) return `must be one of ${allowed.map((a) => String(a)).join(', ')}`;
+  return 'is invalid';
 }
 
 function fieldOf(path: string, params: Record<string, unknown> | undefined, context: string | undefined): string {
@@ -78,6 +149,8 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
 }
 
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const { status, body } = failure(new CertdeskError('notFound', `No such path: ${request.method} ${request.url.split('?')[0]}`));
+  const { status, body } = failure(
+    new CertdeskError('notFound', `No such path: ${request.method} ${request.url.split('?')[0]}`),
+  );
   return reply.code(status).send(body);
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerId, type Role } from '../../src/core/index.js';
+import { customerId, userId, type Role } from '../../src/core/index.js';
 import { createTestContext, type TestContext, type TestCustomer } from '../support/app.js';
 import { testDialects } from '../support/databases.js';
 
@@ -16,12 +16,22 @@ describe.each(testDialects())('account endpoints on $dialect', (dialect) => {
 
   /** A token for a new user of `c` holding `roles`, through an application with every scope. */
   async function tokenWithRoles(c: TestCustomer, roles: Role[]): Promise<string> {
-    const user = await t.services.accounts.createUser({
-      customerId: customerId(c.customerId), username: `u${Math.random().toString(36).slice(2)}`, fullName: 'Sub User',
-      email: 'sub@customer.example', password: 'correct horse battery', roles,
+    const created = await t.call(c.token, {
+      method: 'POST',
+      url: '/rest/v1/User',
+      payload: {
+        Username: `u${Math.random().toString(36).slice(2)}`,
+        FullName: 'Sub User',
+        Email: 'sub@customer.example',
+        Password: 'correct horse battery',
+        Roles: roles,
+      },
     });
+    const user = { id: userId(created.json().Id as number) };
     const { application, clientSecret } = await t.services.accounts.createApplication({
-      customerId: customerId(c.customerId), userId: user.id, scopes: ['profile', 'limit', 'read', 'quote', 'order', 'voucher', 'write'],
+      customerId: customerId(c.customerId),
+      userId: user.id,
+      scopes: ['profile', 'limit', 'read', 'quote', 'order', 'voucher', 'write'],
     });
     return t.token({ clientId: application.clientId, clientSecret });
   }
@@ -31,8 +41,16 @@ describe.each(testDialects())('account endpoints on $dialect', (dialect) => {
       const res = await t.call(a.token, { method: 'GET', url: '/rest/v1/Profile' });
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({
-        success: true, AuthType: 'OAUTH2', AuthorizationID: expect.any(Number), Country: 'DE', Currency: 'EUR',
-        CustomerID: a.customerId, Locale: 'de_DE', OAuth2_Token: a.token, Scope: 'API', Timezone: 'Europe/Berlin',
+        success: true,
+        AuthType: 'OAUTH2',
+        AuthorizationID: expect.any(Number),
+        Country: 'DE',
+        Currency: 'EUR',
+        CustomerID: a.customerId,
+        Locale: 'de_DE',
+        OAuth2_Token: a.token,
+        Scope: 'API',
+        Timezone: 'Europe/Berlin',
       });
       expect(res.headers['content-length']).toBe(String(Buffer.byteLength(res.body)));
     });
@@ -44,10 +62,19 @@ describe.each(testDialects())('account endpoints on $dialect', (dialect) => {
     });
 
     it('fail/no token, a malformed header and an unknown token → 401', async () => {
-      for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer' }, { authorization: 'Bearer cda_nothing' }]) {
+      for (const headers of [
+        {},
+        { authorization: 'Basic abc' },
+        { authorization: 'Bearer' },
+        { authorization: 'Bearer cda_nothing' },
+      ]) {
         const res = await t.app.inject({ method: 'GET', url: '/rest/v1/Profile', headers });
         expect(res.statusCode).toBe(401);
-        expect(res.json()).toMatchObject({ success: false, ErrorId: -2001, Message: 'The access token is incorrect or has expired.' });
+        expect(res.json()).toMatchObject({
+          success: false,
+          ErrorId: -2001,
+          Message: 'The access token is incorrect or has expired.',
+        });
       }
     });
 

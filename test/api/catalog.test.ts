@@ -40,10 +40,26 @@ describe.each(testDialects())('catalog endpoints on $dialect', (dialect) => {
       expect(res.statusCode).toBe(200);
       const d = res.json().ProductDetails;
       expect(d).toMatchObject({ ProductCode: 'TrustPoint.DVMultiDomain', Currency: 'EUR', ProductType: 'SSL' });
-      for (const key of ['CA', 'Features', 'Licenses', 'MaxValidityPeriod', 'Price', 'ProductName', 'RefundPeriod', 'RenewPeriod', 'DVAuthMethods', 'SANFeatures', 'SANPackagePrice', 'SANPackageSize', 'SANMaxHosts', 'SANHostPrice']) {
+      for (const key of [
+        'CA',
+        'Features',
+        'Licenses',
+        'MaxValidityPeriod',
+        'Price',
+        'ProductName',
+        'RefundPeriod',
+        'RenewPeriod',
+        'DVAuthMethods',
+        'SANFeatures',
+        'SANPackagePrice',
+        'SANPackageSize',
+        'SANMaxHosts',
+        'SANHostPrice',
+      ]) {
         expect(d).toHaveProperty(key);
       }
-      const dollars = (await get(usd.token, '/rest/v1/ProductDetails?ProductCode=TrustPoint.DVMultiDomain')).json().ProductDetails;
+      const dollars = (await get(usd.token, '/rest/v1/ProductDetails?ProductCode=TrustPoint.DVMultiDomain')).json()
+        .ProductDetails;
       expect(dollars.Currency).toBe('USD');
     });
     it('ok/a product without SANs has no SAN fields', async () => {
@@ -63,36 +79,75 @@ describe.each(testDialects())('catalog endpoints on $dialect', (dialect) => {
 
   describe('GET /Quote', () => {
     it('ok/price of the one pricing function, with the request echoed', async () => {
-      const res = await get(eur.token, '/rest/v1/Quote?ProductCode=TrustPoint.DV&ValidityPeriod=24&ServerCount=1&SubjectAltNameCount=0');
+      const res = await get(
+        eur.token,
+        '/rest/v1/Quote?ProductCode=TrustPoint.DV&ValidityPeriod=24&ServerCount=1&SubjectAltNameCount=0',
+      );
       expect(res.statusCode).toBe(200);
       const dv = t.services.catalog.prices('TrustPoint.DV', 'EUR');
       expect(res.json()).toEqual({
-        success: true, Currency: 'EUR', Price: (dv.perYear * 2) / 100,
+        success: true,
+        Currency: 'EUR',
+        Price: (dv.perYear * 2) / 100,
         OrderParameters: { ProductCode: 'TrustPoint.DV', ServerCount: 1, SubjectAltNameCount: 0, ValidityPeriod: 24 },
       });
     });
     it('ok/SubjectAltName is an alias of SubjectAltNameCount (DESIGN §5.2)', async () => {
-      const a = (await get(eur.token, '/rest/v1/Quote?ProductCode=TrustPoint.DVMultiDomain&ValidityPeriod=12&ServerCount=1&SubjectAltNameCount=6')).json();
-      const b = (await get(eur.token, '/rest/v1/Quote?ProductCode=TrustPoint.DVMultiDomain&ValidityPeriod=12&ServerCount=1&SubjectAltName=6')).json();
+      const a = (
+        await get(
+          eur.token,
+          '/rest/v1/Quote?ProductCode=TrustPoint.DVMultiDomain&ValidityPeriod=12&ServerCount=1&SubjectAltNameCount=6',
+        )
+      ).json();
+      const b = (
+        await get(
+          eur.token,
+          '/rest/v1/Quote?ProductCode=TrustPoint.DVMultiDomain&ValidityPeriod=12&ServerCount=1&SubjectAltName=6',
+        )
+      ).json();
       expect(b).toEqual(a);
       expect(a.OrderParameters.SubjectAltNameCount).toBe(6);
     });
     it('ok/without ServerCount the echo shows the 1 that was priced', async () => {
       const res = await get(eur.token, '/rest/v1/Quote?ProductCode=TrustPoint.DV&ValidityPeriod=12');
-      expect(res.json().OrderParameters).toEqual({ ProductCode: 'TrustPoint.DV', ServerCount: 1, SubjectAltNameCount: 0, ValidityPeriod: 12 });
+      expect(res.json().OrderParameters).toEqual({
+        ProductCode: 'TrustPoint.DV',
+        ServerCount: 1,
+        SubjectAltNameCount: 0,
+        ValidityPeriod: 12,
+      });
     });
     it('ok/the free automated product in days', async () => {
-      const res = await get(eur.token, '/rest/v1/Quote?ProductCode=TrustPoint.FreeDV&ValidityPeriod=180&ServerCount=1&SubjectAltNameCount=0');
+      const res = await get(
+        eur.token,
+        '/rest/v1/Quote?ProductCode=TrustPoint.FreeDV&ValidityPeriod=180&ServerCount=1&SubjectAltNameCount=0',
+      );
       expect(res.json()).toMatchObject({ success: true, Price: 0 });
     });
     it.each([
-      ['fail/validity of 13 months', 'ProductCode=TrustPoint.DV&ValidityPeriod=13&ServerCount=1&SubjectAltNameCount=0', 'ValidityPeriod'],
-      ['fail/non-numeric validity', 'ProductCode=TrustPoint.DV&ValidityPeriod=twelve&ServerCount=1&SubjectAltNameCount=0', 'ValidityPeriod'],
-      ['fail/SANs on a product without SANs', 'ProductCode=TrustPoint.DV&ValidityPeriod=12&ServerCount=1&SubjectAltNameCount=3', 'SubjectAltNameCount'],
+      [
+        'fail/validity of 13 months',
+        'ProductCode=TrustPoint.DV&ValidityPeriod=13&ServerCount=1&SubjectAltNameCount=0',
+        'ValidityPeriod',
+      ],
+      [
+        'fail/non-numeric validity',
+        'ProductCode=TrustPoint.DV&ValidityPeriod=twelve&ServerCount=1&SubjectAltNameCount=0',
+        'ValidityPeriod',
+      ],
+      [
+        'fail/SANs on a product without SANs',
+        'ProductCode=TrustPoint.DV&ValidityPeriod=12&ServerCount=1&SubjectAltNameCount=3',
+        'SubjectAltNameCount',
+      ],
       ['fail/unknown product', 'ProductCode=X.Y&ValidityPeriod=12&ServerCount=1&SubjectAltNameCount=0', 'ProductCode'],
       ['fail/missing ValidityPeriod', 'ProductCode=TrustPoint.DV', 'ValidityPeriod'],
       ['fail/negative ServerCount', 'ProductCode=TrustPoint.DV&ValidityPeriod=12&ServerCount=-1', 'ServerCount'],
-      ['fail/free product for 400 days', 'ProductCode=TrustPoint.FreeDV&ValidityPeriod=400&ServerCount=1&SubjectAltNameCount=0', 'ValidityPeriod'],
+      [
+        'fail/free product for 400 days',
+        'ProductCode=TrustPoint.FreeDV&ValidityPeriod=400&ServerCount=1&SubjectAltNameCount=0',
+        'ValidityPeriod',
+      ],
     ])('%s', async (_name, query, field) => {
       const res = await get(eur.token, `/rest/v1/Quote?${query}`);
       expect(res.statusCode).toBe(417);
@@ -103,7 +158,11 @@ describe.each(testDialects())('catalog endpoints on $dialect', (dialect) => {
   describe('GET /UserAgreement', () => {
     it('ok/the brand’s agreement text', async () => {
       const res = await get(eur.token, '/rest/v1/UserAgreement?ProductCode=Sectra.DV');
-      expect(res.json()).toEqual({ success: true, ProductCode: 'Sectra.DV', UserAgreement: t.services.catalog.userAgreement('Sectra.DV') });
+      expect(res.json()).toEqual({
+        success: true,
+        ProductCode: 'Sectra.DV',
+        UserAgreement: t.services.catalog.userAgreement('Sectra.DV'),
+      });
       expect(res.json().UserAgreement.length).toBeGreaterThan(20);
     });
     it('fail/unknown product → 417', async () => {

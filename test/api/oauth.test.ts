@@ -16,7 +16,9 @@ describe.each(testDialects())('OAuth2 on $dialect', (dialect) => {
   describe('POST /oauth2/token', () => {
     it('ok/client_credentials as a form body', async () => {
       const res = await t.app.inject({
-        method: 'POST', url: '/oauth2/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        method: 'POST',
+        url: '/oauth2/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
         payload: `grant_type=client_credentials&client_id=${c.clientId}&client_secret=${encodeURIComponent(c.clientSecret)}&scope=read%20order`,
       });
       expect(res.statusCode).toBe(200);
@@ -29,15 +31,30 @@ describe.each(testDialects())('OAuth2 on $dialect', (dialect) => {
 
     it('ok/client_credentials as JSON and with HTTP Basic client authentication', async () => {
       const basic = Buffer.from(`${c.clientId}:${c.clientSecret}`).toString('base64');
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/token', headers: { authorization: `Basic ${basic}` }, payload: { grant_type: 'client_credentials' } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        headers: { authorization: `Basic ${basic}` },
+        payload: { grant_type: 'client_credentials' },
+      });
       expect(res.statusCode).toBe(200);
       expect(res.json().scope).toBe('profile limit read quote order voucher write');
     });
 
     it.each([
-      ['fail/wrong secret', { grant_type: 'client_credentials', client_id: 'x', client_secret: 'y' }, 401, 'invalid_client'],
+      [
+        'fail/wrong secret',
+        { grant_type: 'client_credentials', client_id: 'x', client_secret: 'y' },
+        401,
+        'invalid_client',
+      ],
       ['fail/no client', { grant_type: 'client_credentials' }, 401, 'invalid_client'],
-      ['fail/unknown grant', { grant_type: 'password', client_id: 'x', client_secret: 'y' }, 400, 'unsupported_grant_type'],
+      [
+        'fail/unknown grant',
+        { grant_type: 'password', client_id: 'x', client_secret: 'y' },
+        400,
+        'unsupported_grant_type',
+      ],
       ['fail/no grant', { client_id: 'x' }, 400, 'invalid_request'],
     ])('%s', async (_name, payload, status, error) => {
       const res = await t.app.inject({ method: 'POST', url: '/oauth2/token', payload });
@@ -48,42 +65,98 @@ describe.each(testDialects())('OAuth2 on $dialect', (dialect) => {
     it('fail/a scope the application does not hold', async () => {
       const narrow = await t.token(c, 'read');
       expect(narrow).toBeTruthy();
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret, scope: 'read admin' } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        payload: {
+          grant_type: 'client_credentials',
+          client_id: c.clientId,
+          client_secret: c.clientSecret,
+          scope: 'read admin',
+        },
+      });
       expect(res.statusCode).toBe(400);
       expect(res.json()).toMatchObject({ error: 'invalid_scope' });
     });
 
     it('fail/Basic credentials with broken percent-encoding → invalid_client, never a 500', async () => {
       const basic = Buffer.from('client%zz:secret%').toString('base64');
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/token', headers: { authorization: `Basic ${basic}` }, payload: { grant_type: 'client_credentials' } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        headers: { authorization: `Basic ${basic}` },
+        payload: { grant_type: 'client_credentials' },
+      });
       expect(res.statusCode).toBe(401);
       expect(res.json().error).toBe('invalid_client');
     });
 
     it('fail/an application whose user is inactive gets no token', async () => {
       const other = await t.customer({ name: 'Inactive owner' });
-      const app = await t.db.kysely.selectFrom('api_applications').select('user_id').where('client_id', '=', other.clientId).executeTakeFirstOrThrow();
+      const app = await t.db.kysely
+        .selectFrom('api_applications')
+        .select('user_id')
+        .where('client_id', '=', other.clientId)
+        .executeTakeFirstOrThrow();
       await t.db.kysely.updateTable('users').set({ active: 0 }).where('id', '=', app.user_id).execute();
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'client_credentials', client_id: other.clientId, client_secret: other.clientSecret } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        payload: { grant_type: 'client_credentials', client_id: other.clientId, client_secret: other.clientSecret },
+      });
       expect(res.statusCode).toBe(401);
       expect(res.json().error).toBe('invalid_client');
     });
 
     it('fail/malformed body is invalid_request, never a 500', async () => {
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/token', headers: { 'content-type': 'application/json' }, payload: '{"grant_type":' });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"grant_type":',
+      });
       expect(res.statusCode).toBe(400);
       expect(res.json()).toMatchObject({ error: 'invalid_request' });
     });
 
     it('ok/refresh_token rotates; a reused refresh token ends the family', async () => {
-      const first = (await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret, scope: 'profile read' } })).json();
-      const refreshed = await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'refresh_token', refresh_token: first.refresh_token, client_id: c.clientId, client_secret: c.clientSecret } });
+      const first = (
+        await t.app.inject({
+          method: 'POST',
+          url: '/oauth2/token',
+          payload: {
+            grant_type: 'client_credentials',
+            client_id: c.clientId,
+            client_secret: c.clientSecret,
+            scope: 'profile read',
+          },
+        })
+      ).json();
+      const refreshed = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        payload: {
+          grant_type: 'refresh_token',
+          refresh_token: first.refresh_token,
+          client_id: c.clientId,
+          client_secret: c.clientSecret,
+        },
+      });
       expect(refreshed.statusCode).toBe(200);
       const second = refreshed.json();
       expect(second.scope).toBe('profile read');
       expect((await profile(second.access_token)).statusCode).toBe(200);
 
-      const reused = await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'refresh_token', refresh_token: first.refresh_token, client_id: c.clientId, client_secret: c.clientSecret } });
+      const reused = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        payload: {
+          grant_type: 'refresh_token',
+          refresh_token: first.refresh_token,
+          client_id: c.clientId,
+          client_secret: c.clientSecret,
+        },
+      });
       expect(reused.statusCode).toBe(400);
       expect(reused.json().error).toBe('invalid_grant');
       expect((await profile(second.access_token)).statusCode).toBe(401);
@@ -91,8 +164,23 @@ describe.each(testDialects())('OAuth2 on $dialect', (dialect) => {
 
     it('fail/refresh token of another client', async () => {
       const other = await t.customer({ name: 'Other' });
-      const mine = (await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret } })).json();
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'refresh_token', refresh_token: mine.refresh_token, client_id: other.clientId, client_secret: other.clientSecret } });
+      const mine = (
+        await t.app.inject({
+          method: 'POST',
+          url: '/oauth2/token',
+          payload: { grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret },
+        })
+      ).json();
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        payload: {
+          grant_type: 'refresh_token',
+          refresh_token: mine.refresh_token,
+          client_id: other.clientId,
+          client_secret: other.clientSecret,
+        },
+      });
       expect(res.json().error).toBe('invalid_grant');
     });
   });
@@ -104,16 +192,35 @@ describe.each(testDialects())('OAuth2 on $dialect', (dialect) => {
       try {
         const res = await profile(token);
         expect(res.statusCode).toBe(401);
-        expect(res.json()).toEqual({ success: false, Message: 'The access token is incorrect or has expired.', ErrorId: -2001 });
+        expect(res.json()).toEqual({
+          success: false,
+          Message: 'The access token is incorrect or has expired.',
+          ErrorId: -2001,
+        });
       } finally {
         t.clock.advance(-86400);
       }
     });
 
     it('fail/access token used as refresh token and refresh token used as bearer', async () => {
-      const pair = (await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret } })).json();
+      const pair = (
+        await t.app.inject({
+          method: 'POST',
+          url: '/oauth2/token',
+          payload: { grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret },
+        })
+      ).json();
       expect((await profile(pair.refresh_token)).statusCode).toBe(401);
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'refresh_token', refresh_token: pair.access_token, client_id: c.clientId, client_secret: c.clientSecret } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        payload: {
+          grant_type: 'refresh_token',
+          refresh_token: pair.access_token,
+          client_id: c.clientId,
+          client_secret: c.clientSecret,
+        },
+      });
       expect(res.json().error).toBe('invalid_grant');
     });
   });
@@ -122,20 +229,33 @@ describe.each(testDialects())('OAuth2 on $dialect', (dialect) => {
     it('ok/revokes an access token at once', async () => {
       const token = await t.token(c, 'profile');
       expect((await profile(token)).statusCode).toBe(200);
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/revoke', payload: { token, client_id: c.clientId, client_secret: c.clientSecret } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/revoke',
+        payload: { token, client_id: c.clientId, client_secret: c.clientSecret },
+      });
       expect(res.statusCode).toBe(200);
       expect((await profile(token)).statusCode).toBe(401);
     });
 
     it('ok/unknown token is not an error (RFC 7009 §2.2)', async () => {
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/revoke', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `token=nothing&client_id=${c.clientId}&client_secret=${encodeURIComponent(c.clientSecret)}` });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/revoke',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `token=nothing&client_id=${c.clientId}&client_secret=${encodeURIComponent(c.clientSecret)}`,
+      });
       expect(res.statusCode).toBe(200);
     });
 
     it('fail/another client cannot revoke my token', async () => {
       const other = await t.customer({ name: 'Other2' });
       const token = await t.token(c, 'profile');
-      const res = await t.app.inject({ method: 'POST', url: '/oauth2/revoke', payload: { token, client_id: other.clientId, client_secret: other.clientSecret } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/revoke',
+        payload: { token, client_id: other.clientId, client_secret: other.clientSecret },
+      });
       expect(res.statusCode).toBe(200);
       expect((await profile(token)).statusCode).toBe(200);
     });

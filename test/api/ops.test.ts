@@ -12,8 +12,14 @@ describe.each(testDialects())('operations endpoints on $dialect', (dialect) => {
   afterAll(async () => t.close());
 
   it('ok/GET /healthz and /readyz', async () => {
-    expect((await t.app.inject({ method: 'GET', url: '/healthz' })).json()).toMatchObject({ success: true, status: 'ok' });
-    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ success: true, status: 'ready' });
+    expect((await t.app.inject({ method: 'GET', url: '/healthz' })).json()).toMatchObject({
+      success: true,
+      status: 'ok',
+    });
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+      success: true,
+      status: 'ready',
+    });
   });
 
   it('ok/GET /metrics counts requests by route pattern', async () => {
@@ -21,7 +27,9 @@ describe.each(testDialects())('operations endpoints on $dialect', (dialect) => {
     const res = await t.app.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toContain('text/plain');
-    expect(res.body).toMatch(/certdesk_http_requests_total\{method="GET",route="\/rest\/v1\/Profile",status="200"\} \d+/);
+    expect(res.body).toMatch(
+      /certdesk_http_requests_total\{method="GET",route="\/rest\/v1\/Profile",status="200"\} \d+/,
+    );
     expect(res.body).toMatch(/certdesk_jobs\{status="queued"\} \d+/);
   });
 
@@ -30,7 +38,18 @@ describe.each(testDialects())('operations endpoints on $dialect', (dialect) => {
     expect(res.statusCode).toBe(200);
     const doc = res.json();
     expect(doc.openapi).toMatch(/^3\./);
-    for (const path of ['/rest/v1/Profile', '/rest/v1/Limit', '/rest/v1/Products', '/rest/v1/ProductDetails', '/rest/v1/Quote', '/rest/v1/UserAgreement', '/rest/v1/ValidateCSR', '/rest/v1/ValidateName', '/rest/v1/BaseDomain/{FQDN}', '/oauth2/token']) {
+    for (const path of [
+      '/rest/v1/Profile',
+      '/rest/v1/Limit',
+      '/rest/v1/Products',
+      '/rest/v1/ProductDetails',
+      '/rest/v1/Quote',
+      '/rest/v1/UserAgreement',
+      '/rest/v1/ValidateCSR',
+      '/rest/v1/ValidateName',
+      '/rest/v1/BaseDomain/{FQDN}',
+      '/oauth2/token',
+    ]) {
       expect(doc.paths, path).toHaveProperty([path]);
     }
     expect(doc.paths['/rest/v1/Quote'].get.parameters.map((p: { name: string }) => p.name)).toContain('ValidityPeriod');
@@ -40,10 +59,18 @@ describe.each(testDialects())('operations endpoints on $dialect', (dialect) => {
   });
 
   it('ok/every response carries a request id; a caller’s X-Request-Id is kept', async () => {
-    const res = await t.call(c.token, { method: 'GET', url: '/rest/v1/Profile', headers: { 'x-request-id': 'abc-123' } });
+    const res = await t.call(c.token, {
+      method: 'GET',
+      url: '/rest/v1/Profile',
+      headers: { 'x-request-id': 'abc-123' },
+    });
     expect(res.headers['x-request-id']).toBe('abc-123');
     expect((await t.app.inject({ method: 'GET', url: '/nope' })).headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
-    const odd = await t.call(c.token, { method: 'GET', url: '/rest/v1/Profile', headers: { 'x-request-id': 'x'.repeat(200) } });
+    const odd = await t.call(c.token, {
+      method: 'GET',
+      url: '/rest/v1/Profile',
+      headers: { 'x-request-id': 'x'.repeat(200) },
+    });
     expect(odd.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -83,10 +110,24 @@ describe.each(testDialects())('rate limits on $dialect', (dialect) => {
     const from = { remoteAddress: '192.0.2.10' };
     const codes: number[] = [];
     for (let i = 0; i < 4; i++) {
-      codes.push((await t.app.inject({ method: 'GET', url: '/rest/v1/Profile', headers: { authorization: 'Bearer bad' }, ...from })).statusCode);
+      codes.push(
+        (
+          await t.app.inject({
+            method: 'GET',
+            url: '/rest/v1/Profile',
+            headers: { authorization: 'Bearer bad' },
+            ...from,
+          })
+        ).statusCode,
+      );
     }
     expect(codes).toEqual([401, 401, 401, 429]);
-    const token = await t.app.inject({ method: 'POST', url: '/oauth2/token', payload: { grant_type: 'client_credentials', client_id: 'x', client_secret: 'y' }, remoteAddress: '192.0.2.11' });
+    const token = await t.app.inject({
+      method: 'POST',
+      url: '/oauth2/token',
+      payload: { grant_type: 'client_credentials', client_id: 'x', client_secret: 'y' },
+      remoteAddress: '192.0.2.11',
+    });
     expect(token.statusCode).toBe(401);
   });
 
@@ -97,12 +138,17 @@ describe.each(testDialects())('rate limits on $dialect', (dialect) => {
 
 describe('rate limits behind a proxy', () => {
   it('fail/a client cannot reset its bucket by forging the left-most X-Forwarded-For entry', async () => {
-    const t = await createTestContext(testDialects()[0]!, { CERTDESK_RATE_LIMIT_ANONYMOUS: '3', CERTDESK_TRUST_PROXY: '1' });
+    const t = await createTestContext(testDialects()[0]!, {
+      CERTDESK_RATE_LIMIT_ANONYMOUS: '3',
+      CERTDESK_TRUST_PROXY: '1',
+    });
     try {
       const codes: number[] = [];
       for (let i = 0; i < 4; i++) {
         const res = await t.app.inject({
-          method: 'GET', url: '/rest/v1/Profile', remoteAddress: '10.0.0.2',
+          method: 'GET',
+          url: '/rest/v1/Profile',
+          remoteAddress: '10.0.0.2',
           headers: { 'x-forwarded-for': `198.51.100.${i}, 203.0.113.5` },
         });
         codes.push(res.statusCode);

@@ -18,7 +18,8 @@ describe.each(testDialects())('tool endpoints on $dialect', (dialect) => {
   });
   afterAll(async () => t.close());
 
-  const post = (token: string, url: string, payload: unknown) => t.call(token, { method: 'POST', url, payload: payload as Record<string, unknown> });
+  const post = (token: string, url: string, payload: unknown) =>
+    t.call(token, { method: 'POST', url, payload: payload as Record<string, unknown> });
 
   describe('POST /ValidateCSR', () => {
     it('ok/every ParsedCSR field of spec 2.5', async () => {
@@ -28,11 +29,25 @@ describe.each(testDialects())('tool endpoints on $dialect', (dialect) => {
       const dir = mkdtempSync(join(tmpdir(), 'vcsr-'));
       writeFileSync(join(dir, 'csr.pem'), testCsr().pem);
       const der = execFileSync('openssl', ['req', '-in', join(dir, 'csr.pem'), '-outform', 'DER']);
-      const digest = (alg: string) => execFileSync('openssl', ['dgst', `-${alg}`, '-r'], { input: der }).toString().split(' ')[0]!.toUpperCase();
+      const digest = (alg: string) =>
+        execFileSync('openssl', ['dgst', `-${alg}`, '-r'], { input: der })
+          .toString()
+          .split(' ')[0]!
+          .toUpperCase();
       expect(p).toEqual({
-        CommonName: 'www.certdesk-test.com', Organization: 'Certdesk Test', OrganizationUnit: '', Locality: 'Berlin', State: 'Berlin',
-        Country: 'DE', Email: '', SignaturAlgorithm: 'sha256WithRSAEncryption', KeyEncryptionAlgorithm: 'RSA', KeyLength: 2048,
-        HashMD5: digest('md5'), HashSHA256: digest('sha256'), UniqueValue: expect.stringMatching(/^[A-Za-z0-9]{20}$/),
+        CommonName: 'www.certdesk-test.com',
+        Organization: 'Certdesk Test',
+        OrganizationUnit: '',
+        Locality: 'Berlin',
+        State: 'Berlin',
+        Country: 'DE',
+        Email: '',
+        SignaturAlgorithm: 'sha256WithRSAEncryption',
+        KeyEncryptionAlgorithm: 'RSA',
+        KeyLength: 2048,
+        HashMD5: digest('md5'),
+        HashSHA256: digest('sha256'),
+        UniqueValue: expect.stringMatching(/^[A-Za-z0-9]{20}$/),
       });
     });
 
@@ -78,7 +93,10 @@ describe.each(testDialects())('tool endpoints on $dialect', (dialect) => {
     });
 
     it('ok/GeneratePrivateKey returns a key and a CSR that openssl accepts, never stored', async () => {
-      const res = await post(a.token, '/rest/v1/ValidateName', { CommonName: 'shop.certdesk-test.com', GeneratePrivateKey: 'True' });
+      const res = await post(a.token, '/rest/v1/ValidateName', {
+        CommonName: 'shop.certdesk-test.com',
+        GeneratePrivateKey: 'True',
+      });
       const body = res.json();
       expect(body.IsQualified).toBe(true);
       expect(body.PrivateKey).toMatch(/^-----BEGIN PRIVATE KEY-----\n[\s\S]+\n$/);
@@ -105,7 +123,10 @@ describe.each(testDialects())('tool endpoints on $dialect', (dialect) => {
     });
 
     it('fail/GeneratePrivateKey spelled yes → 417 with its field', async () => {
-      const res = await post(a.token, '/rest/v1/ValidateName', { CommonName: 'www.certdesk-test.com', GeneratePrivateKey: 'yes' });
+      const res = await post(a.token, '/rest/v1/ValidateName', {
+        CommonName: 'www.certdesk-test.com',
+        GeneratePrivateKey: 'yes',
+      });
       expect(res.statusCode).toBe(417);
       expect(res.json().ErrorField).toBe('GeneratePrivateKey');
     });
@@ -149,5 +170,8 @@ function tamper(pem: string): string {
   const b64 = pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
   const der = Buffer.from(b64, 'base64');
   der[der.length - 10] = der[der.length - 10]! ^ 0x01;
-  return `-----BEGIN CERTIFICATE REQUEST-----\n${der.toString('base64').match(/.{1,64}/g)!.join('\n')}\n-----END CERTIFICATE REQUEST-----\n`;
+  return `-----BEGIN CERTIFICATE REQUEST-----\n${der
+    .toString('base64')
+    .match(/.{1,64}/g)!
+    .join('\n')}\n-----END CERTIFICATE REQUEST-----\n`;
 }

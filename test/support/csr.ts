@@ -15,10 +15,52 @@ export function testCsr(): TestCsr {
   if (cached !== undefined) return cached;
   const dir = mkdtempSync(join(tmpdir(), 'csr-'));
   const commonName = 'www.certdesk-test.com';
-  execFileSync('openssl', [
-    'req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'csr.pem'),
-    '-subj', `/C=DE/ST=Berlin/L=Berlin/O=Certdesk Test/CN=${commonName}`, '-addext', `subjectAltName=DNS:${commonName},DNS:certdesk-test.com`,
-  ], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-new',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'csr.pem'),
+      '-subj',
+      `/C=DE/ST=Berlin/L=Berlin/O=Certdesk Test/CN=${commonName}`,
+      '-addext',
+      `subjectAltName=DNS:${commonName},DNS:certdesk-test.com`,
+    ],
+    { stdio: 'ignore' },
+  );
   cached = { pem: readFileSync(join(dir, 'csr.pem'), 'utf8'), commonName };
   return cached;
+}
+
+/** A fresh ECDSA P-256 CSR made by the openssl CLI (a new key each call), CN and SAN as testCsr()'s. */
+export function newEcCsr(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'csr-ec-'));
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'csr.pem'),
+      '-subj',
+      '/CN=www.certdesk-test.com',
+      '-addext',
+      'subjectAltName=DNS:www.certdesk-test.com,DNS:certdesk-test.com',
+    ],
+    { stdio: 'ignore' },
+  );
+  return readFileSync(join(dir, 'csr.pem'), 'utf8');
 }

@@ -37,7 +37,10 @@ async function openSqlite(): Promise<Db> {
  * not once they have: dropping with FORCE while one is still closing kills it with an error nobody
  * listens to, so `drop` waits (briefly) for the server to see them gone first.
  */
-export async function scratchPostgresDatabase(adminUrl: string, prefix = 'cdt'): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function scratchPostgresDatabase(
+  adminUrl: string,
+  prefix = 'cdt',
+): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = async <R>(fn: (client: pg.Client) => Promise<R>): Promise<R> => {
     const client = new pg.Client({ connectionString: adminUrl });
@@ -53,14 +56,18 @@ export async function scratchPostgresDatabase(adminUrl: string, prefix = 'cdt'):
   own.pathname = `/${name}`;
   return {
     url: own.toString(),
-    drop: () => admin(async (c) => {
-      for (let i = 0; i < 100; i++) {
-        const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
-        if (rows[0]?.n === 0) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    }),
+    drop: () =>
+      admin(async (c) => {
+        for (let i = 0; i < 100; i++) {
+          const { rows } = await c.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
+            [name],
+          );
+          if (rows[0]?.n === 0) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      }),
   };
 }
 

@@ -88,18 +88,69 @@ export class OpensslCa {
   readonly path = (name: string): string => join(this.#dir, name);
 
   /** The DER of a PEM certificate file in the fixture directory. */
-  readonly certDer = (file: string): Uint8Array => new Uint8Array(new X509Certificate(readFileSync(this.path(file))).raw);
+  readonly certDer = (file: string): Uint8Array =>
+    new Uint8Array(new X509Certificate(readFileSync(this.path(file))).raw);
 
   /** Makes the directory, ca.cnf, the root (serial random, 30 days) and the intermediate (serial 0x1000, 30 days). */
   setUp(options: OpensslCaOptions = {}): void {
     this.#dir = mkdtempSync(join(tmpdir(), this.prefix));
     writeFileSync(this.path('ca.cnf'), OPENSSL_CA_CNF);
-    this.openssl('req', '-x509', '-config', 'ca.cnf', '-extensions', 'v3_ca', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
-      '-nodes', '-keyout', 'root.key', '-out', 'root.pem', '-subj', ROOT_SUBJECT, '-days', '30');
-    this.openssl('req', '-new', '-config', 'ca.cnf', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'int.key', '-out', 'int.csr',
-      '-subj', options.intermediateSubject ?? INTERMEDIATE_SUBJECT);
-    this.openssl('x509', '-req', '-in', 'int.csr', '-CA', 'root.pem', '-CAkey', 'root.key', '-set_serial', '0x1000', '-days', '30',
-      '-extfile', 'ca.cnf', '-extensions', 'v3_ca', '-out', 'int.pem');
+    this.openssl(
+      'req',
+      '-x509',
+      '-config',
+      'ca.cnf',
+      '-extensions',
+      'v3_ca',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'root.key',
+      '-out',
+      'root.pem',
+      '-subj',
+      ROOT_SUBJECT,
+      '-days',
+      '30',
+    );
+    this.openssl(
+      'req',
+      '-new',
+      '-config',
+      'ca.cnf',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'int.key',
+      '-out',
+      'int.csr',
+      '-subj',
+      options.intermediateSubject ?? INTERMEDIATE_SUBJECT,
+    );
+    this.openssl(
+      'x509',
+      '-req',
+      '-in',
+      'int.csr',
+      '-CA',
+      'root.pem',
+      '-CAkey',
+      'root.key',
+      '-set_serial',
+      '0x1000',
+      '-days',
+      '30',
+      '-extfile',
+      'ca.cnf',
+      '-extensions',
+      'v3_ca',
+      '-out',
+      'int.pem',
+    );
   }
 
   /**
@@ -107,10 +158,43 @@ export class OpensslCa {
    * whose files are `<ca>.pem`/`<ca>.key`, with the ca.cnf extension section `ext`.
    */
   issue(name: string, ca: string, serial: string, ext: 'leaf' | 'responder' = 'leaf'): void {
-    this.openssl('req', '-new', '-config', 'ca.cnf', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-      '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}.example`);
-    this.openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-set_serial', serial,
-      '-days', '10', '-extfile', 'ca.cnf', '-extensions', ext, '-out', `${name}.pem`);
+    this.openssl(
+      'req',
+      '-new',
+      '-config',
+      'ca.cnf',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      `/CN=${name}.example`,
+    );
+    this.openssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${ca}.pem`,
+      '-CAkey',
+      `${ca}.key`,
+      '-set_serial',
+      serial,
+      '-days',
+      '10',
+      '-extfile',
+      'ca.cnf',
+      '-extensions',
+      ext,
+      '-out',
+      `${name}.pem`,
+    );
   }
 
   /** Reads a certificate and its private key (RSA signs sha256WithRSAEncryption, else ecdsa-with-SHA256). */
@@ -119,9 +203,17 @@ export class OpensslCa {
     const f = children(raw, children(raw, readTlv(raw, 0))[0]!);
     const off = f[0]!.tag === 0xa0 ? 1 : 0;
     const spkiT = f[5 + off]!;
-    const keyHash = createHash('sha1').update(contents(raw, children(raw, spkiT)[1]!).subarray(1)).digest();
+    const keyHash = createHash('sha1')
+      .update(contents(raw, children(raw, spkiT)[1]!).subarray(1))
+      .digest();
     let ski: Uint8Array | undefined;
-    for (const ext of children(raw, children(raw, f.find((t) => t.tag === 0xa3)!)[0]!)) {
+    for (const ext of children(
+      raw,
+      children(
+        raw,
+        f.find((t) => t.tag === 0xa3)!,
+      )[0]!,
+    )) {
       const e = children(raw, ext);
       if (oidText(raw, e[0]!) === '2.5.29.14') {
         const inner = contents(raw, e[e.length - 1]!);

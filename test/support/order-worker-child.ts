@@ -22,7 +22,11 @@ services.ca.issue = async (req) => {
 };
 
 const quiet = () => undefined;
-const logger: WorkerLogger = { info: quiet, warn: (obj, msg) => console.error(msg, obj), error: (obj, msg) => console.error(msg, obj) };
+const logger: WorkerLogger = {
+  info: quiet,
+  warn: (obj, msg) => console.error(msg, obj),
+  error: (obj, msg) => console.error(msg, obj),
+};
 // createWorker's handlers, with a one-second lease (createWorker takes no lease option).
 const handlers = {
   'housekeeping.purge': async () => undefined,
@@ -30,8 +34,17 @@ const handlers = {
   'order.validate': (payload, ctx) => services.orderFlow.validate(payload, ctx),
   'order.renew-subscriptions': async () => undefined,
   'notify.reminders': async () => undefined,
+  'order.revoke-certificates': async () => undefined,
 } satisfies Handlers;
-new Worker({ repo: services.jobs, handlers, clock: services.clock, logger, leaseSeconds: 1, pollIntervalMs: 100, concurrency: 1 }).start();
+new Worker({
+  repo: services.jobs,
+  handlers,
+  clock: services.clock,
+  logger,
+  leaseSeconds: 1,
+  pollIntervalMs: 100,
+  concurrency: 1,
+}).start();
 process.stdout.write(`ready ${process.pid}\n`);
 // The poll loop keeps the process alive; this makes sure of it while a handler hangs.
 setInterval(() => undefined, 1000);

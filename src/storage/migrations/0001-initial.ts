@@ -104,9 +104,21 @@ export function initial(dialect: Dialect) {
         .addUniqueConstraint('orders_partner_order_id', ['customer_id', 'partner_order_id'])
         .execute();
       // Every read is scoped to one customer: paging by id, polling by UpdateDate, filters.
-      await db.schema.createIndex('orders_customer_updated').on('orders').columns(['customer_id', 'update_date', 'id']).execute();
-      await db.schema.createIndex('orders_customer_status').on('orders').columns(['customer_id', 'major_status', 'id']).execute();
-      await db.schema.createIndex('orders_customer_name').on('orders').columns(['customer_id', 'common_name']).execute();
+      await db.schema
+        .createIndex('orders_customer_updated')
+        .on('orders')
+        .columns(['customer_id', 'update_date', 'id'])
+        .execute();
+      await db.schema
+        .createIndex('orders_customer_status')
+        .on('orders')
+        .columns(['customer_id', 'major_status', 'id'])
+        .execute();
+      await db.schema
+        .createIndex('orders_customer_name')
+        .on('orders')
+        .columns(['customer_id', 'common_name'])
+        .execute();
 
       await id(db.schema.createTable('order_names'))
         .addColumn('order_id', 'bigint', ref('orders'))
@@ -146,7 +158,11 @@ export function initial(dialect: Dialect) {
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('certificates_order').on('certificates').column('order_id').execute();
-      await db.schema.createIndex('certificates_issuer_revoked').on('certificates').columns(['issuer_id', 'revoked_at']).execute();
+      await db.schema
+        .createIndex('certificates_issuer_revoked')
+        .on('certificates')
+        .columns(['issuer_id', 'revoked_at'])
+        .execute();
 
       await id(db.schema.createTable('ledger'))
         .addColumn('customer_id', 'bigint', ref('customers'))
@@ -186,4 +202,3 @@ export function initial(dialect: Dialect) {
     },
   };
 }
-

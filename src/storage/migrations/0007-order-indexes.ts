@@ -11,7 +11,11 @@ export function orderIndexes(_dialect: Dialect) {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema.createIndex('orders_customer_id').on('orders').columns(['customer_id', 'id']).execute();
-      await db.schema.createIndex('orders_customer_ordered').on('orders').columns(['customer_id', 'order_date', 'id']).execute();
+      await db.schema
+        .createIndex('orders_customer_ordered')
+        .on('orders')
+        .columns(['customer_id', 'order_date', 'id'])
+        .execute();
     },
   };
 }

@@ -4,15 +4,19 @@ import rateLimit from '@fastify/rate-limit';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { CertdeskError, errorRow, type ErrorKind } from '../../core/index.js';
-import type { HashStore } from '../../ra/hash-store.js';
-import { hashSecret } from '../../ra/secrets.js';
+import type { HashStore } from '../../ra/hash-store/hash-store.js';
+import { hashSecret } from '../../ra/accounts/secrets.js';
 import { parseBody } from '../body-parser.js';
 import { toCertdeskError } from '../envelope.js';
+import { redactingLogger, secretInQuery } from '../log-redaction.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from '../server-timeouts.js';
 
 export interface KvAppDeps {
   readonly hashStore: Pick<HashStore, 'file' | 'lookup'>;
-  /** pino logger; false for none (tests). */
+  /** pino logger; false for none (tests). Keys and other secrets are kept out of it (log-redaction.ts). */
   readonly logger: Logger | false;
+  /** Milliseconds a request (headers and body) may take to arrive before a 408 (default 30 s). */
+  readonly requestTimeout?: number;
   /** Largest request body in bytes (default 16 KiB: a hash is at most 512 characters). */
   readonly bodyLimit?: number;
   /** Requests per minute per presented key (default 1200). */
@@ -27,7 +31,13 @@ export type KvApp = FastifyInstance;
 
 /** The hash store's status per error kind; it answers 400 for bad input where /rest/v1 says 417. */
 const KV_STATUS: Partial<Record<ErrorKind, number>> = {
-  malformedRequest: 400, invalidInput: 400, invalidName: 400, unauthenticated: 401, notFound: 404, payloadTooLarge: 413, rateLimited: 429,
+  malformedRequest: 400,
+  invalidInput: 400,
+  invalidName: 400,
+  unauthenticated: 401,
+  notFound: 404,
+  payloadTooLarge: 413,
+  rateLimited: 429,
 };
 
 /**
@@ -36,18 +46,19 @@ const KV_STATUS: Partial<Record<ErrorKind, number>> = {
  * - `POST /<name>` with `x-api-key` and `{"hash": "…"}` (JSON whatever the Content-Type says,
  *   or a form body) → 200 `{"message":"success"}`;
  * - `GET /<name>` with `x-api-key` → 200 `text/plain` `<hash>\n`, or 404 `{"message":"not found"}`;
+ * - the key is taken from `x-api-key` only: a key (or any secret-named parameter) in the URL
+ *   query → 400, and it is not used (URLs are logged, by proxies and by us);
  * - missing/unknown/revoked key → 401, bad name or hash → 400, too many failed keys from one
  *   address → 429 with Retry-After; every failure is `{"message": "…"}` and only a fault of
  *   ours is a 5xx. Every response carries Content-Length.
  */
 export async function buildKvApp(deps: KvAppDeps): Promise<KvApp> {
   const app = Fastify({
-    loggerInstance: deps.logger === false ? undefined : deps.logger,
+    loggerInstance: deps.logger === false ? undefined : redactingLogger(deps.logger),
     logger: deps.logger === false ? false : undefined,
     bodyLimit: deps.bodyLimit ?? 16 * 1024,
     trustProxy: fastifyTrustProxy(deps.trustProxy ?? false),
     genReqId: () => randomUUID(),
-    requestTimeout: 30_000,
     // Host names run to 253 characters (the router's default cap is 100); longer ones reach the
     // name check and get a 400 rather than a bare 404.
     routerOptions: { maxParamLength: 2048, ignoreTrailingSlash: true },
@@ -57,7 +68,8 @@ export async function buildKvApp(deps: KvAppDeps): Promise<KvApp> {
     // The lenient parser is the only switch that accepts them, so it is turned on for this
     // listener alone, never the API's. Its risk is request smuggling through a front proxy that
     // frames requests differently; the hook below refuses the ambiguous framings it would let in.
-    http: { insecureHTTPParser: true },
+    // A client may not hold a request open forever (slow headers or bodies): 408 and close.
+    ...requestTimeoutOptions(deps.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS, { insecureHTTPParser: true }),
     // Typed with Fastify's base logger, as the API app is: pino's Logger type is narrower.
   }) as unknown as KvApp;
 
@@ -73,13 +85,30 @@ export async function buildKvApp(deps: KvAppDeps): Promise<KvApp> {
     return undefined;
   });
 
+  // A key in the URL has already leaked (proxy and access logs keep URLs): refuse it, unused,
+  // before anything reads a key, so the module's operator finds out and moves it to the header.
+  app.addHook('onRequest', async (request, reply) => {
+    const param = secretInQuery(request.query);
+    if (param === undefined) return undefined;
+    request.log.info({ param }, 'hash store request refused: secret in the URL query');
+    return reply.code(400).send({
+      message: `The URL query carries a secret (${param}): send the key in the x-api-key header only, and replace a key that was sent in a URL.`,
+    });
+  });
+
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
     try {
       done(null, parseBody(body as string, request.headers['content-type']));
     } catch (e) {
       // Whatever the parser throws on a client's bytes is the client's fault: 400, never 500.
-      done(new CertdeskError('malformedRequest', `The request body is neither JSON nor a form: ${e instanceof Error ? e.message : String(e)}`), undefined);
+      done(
+        new CertdeskError(
+          'malformedRequest',
+          `The request body is neither JSON nor a form: ${e instanceof Error ? e.message : String(e)}`,
+        ),
+        undefined,
+      );
     }
   });
 
@@ -114,7 +143,10 @@ export async function buildKvApp(deps: KvAppDeps): Promise<KvApp> {
 
   app.post<{ Params: { name: string } }>('/:name', async (request, reply) => {
     const body = request.body;
-    const hash = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).hash : undefined;
+    const hash =
+      body !== null && typeof body === 'object' && !Array.isArray(body)
+        ? (body as Record<string, unknown>).hash
+        : undefined;
     await deps.hashStore.file(apiKeyOf(request), request.params.name, hash, request.ip);
     return reply.code(200).send({ message: 'success' });
   });
@@ -142,7 +174,12 @@ function tooMany(reply: FastifyReply, retryAfterSeconds: number): FastifyReply {
     .send({ message: `Too many requests: retry in ${Math.max(1, retryAfterSeconds)} s.` });
 }
 
-function sendFailure(request: FastifyRequest, reply: FastifyReply, err: CertdeskError, original: unknown): FastifyReply {
+function sendFailure(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  err: CertdeskError,
+  original: unknown,
+): FastifyReply {
   const status = KV_STATUS[err.kind] ?? errorRow(err.kind).status;
   if (status >= 500) {
     request.log.error({ err: original }, 'hash store request failed');

@@ -1,17 +1,25 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { OAuthProblem, type OAuth } from '../../ra/oauth.js';
+import { OAuthProblem, type OAuth } from '../../ra/accounts/oauth.js';
 import { toCertdeskError } from '../envelope.js';
+import { secretInQuery } from '../log-redaction.js';
 import type { App } from '../types.js';
 
 const TokenBody = Type.Object(
   {
-    grant_type: Type.Optional(Type.String({ description: '`client_credentials` or `refresh_token`' })),
+    grant_type: Type.Optional(
+      Type.String({ description: '`client_credentials`, `refresh_token` or `authorization_code`' }),
+    ),
     client_id: Type.Optional(Type.String()),
     client_secret: Type.Optional(Type.String()),
-    scope: Type.Optional(Type.String({ description: 'Space-separated scopes: profile read quote write limit voucher order' })),
+    scope: Type.Optional(
+      Type.String({ description: 'Space-separated scopes: profile read quote write limit voucher order' }),
+    ),
     refresh_token: Type.Optional(Type.String()),
+    code: Type.Optional(Type.String({ maxLength: 200, description: 'authorization_code: the code' })),
+    redirect_uri: Type.Optional(Type.String({ maxLength: 600, description: 'authorization_code: as in the request' })),
+    code_verifier: Type.Optional(Type.String({ maxLength: 200, description: 'authorization_code: the PKCE verifier' })),
   },
   { additionalProperties: true },
 );
@@ -43,7 +51,10 @@ function clientOf(request: FastifyRequest, body: { client_id?: string; client_se
     const colon = decoded.indexOf(':');
     if (colon > 0) {
       try {
-        return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)) };
+        return {
+          clientId: decodeURIComponent(decoded.slice(0, colon)),
+          clientSecret: decodeURIComponent(decoded.slice(colon + 1)),
+        };
       } catch {
         throw new OAuthProblem('invalid_client', 'the Basic credentials are not properly percent-encoded');
       }
@@ -73,22 +84,53 @@ function oauthError(error: unknown, request: FastifyRequest, reply: FastifyReply
   return reply.code(400).send({ error: 'invalid_request', error_description: err.message });
 }
 
-/** POST /oauth2/token (form or JSON) and POST /oauth2/revoke (RFC 7009). */
+/**
+ * RFC 6749 §2.3.1: client credentials MUST NOT be in the request URI (and neither may tokens:
+ * URLs end up in proxy, browser and access logs). A request with a secret-named parameter in its
+ * query is refused with `invalid_request` before anything is authenticated; nothing in the query is read.
+ */
+async function refuseSecretsInQuery(request: FastifyRequest): Promise<void> {
+  const param = secretInQuery(request.query);
+  if (param === undefined) return;
+  throw new OAuthProblem(
+    'invalid_request',
+    `${param} must not be sent in the URL query (RFC 6749 §2.3.1): send it in the request body or, for client credentials, with HTTP Basic; replace a secret that was sent in a URL`,
+  );
+}
+
+/**
+ * POST /oauth2/token (form or JSON) and POST /oauth2/revoke (RFC 7009). Parameters come from
+ * the body (client credentials also from HTTP Basic); secrets in the query are refused.
+ */
 export function registerOAuth(app: App, deps: { oauth: OAuth }): void {
   app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     scope.setErrorHandler(oauthError);
+    scope.addHook('onRequest', refuseSecretsInQuery);
     scope.post(
       '/oauth2/token',
       {
-        schema: { tags: ['oauth2'], summary: 'Obtain an access token', body: TokenBody, response: { 200: TokenResponse } },
+        schema: {
+          tags: ['oauth2'],
+          summary: 'Obtain an access token',
+          body: TokenBody,
+          response: { 200: TokenResponse },
+        },
         config: { access: 'anonymous' },
       },
       async (request, reply) => {
         const body = request.body;
         const client = clientOf(request, body);
         const tokens = await deps.oauth.token(
-          { grantType: body.grant_type, scope: body.scope, refreshToken: body.refresh_token, ...client },
+          {
+            grantType: body.grant_type,
+            scope: body.scope,
+            refreshToken: body.refresh_token,
+            code: body.code,
+            redirectUri: body.redirect_uri,
+            codeVerifier: body.code_verifier,
+            ...client,
+          },
           request.ip,
         );
         return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
@@ -96,7 +138,10 @@ export function registerOAuth(app: App, deps: { oauth: OAuth }): void {
     );
     scope.post(
       '/oauth2/revoke',
-      { schema: { tags: ['oauth2'], summary: 'Revoke a token (RFC 7009)', body: RevokeBody }, config: { access: 'anonymous' } },
+      {
+        schema: { tags: ['oauth2'], summary: 'Revoke a token (RFC 7009)', body: RevokeBody },
+        config: { access: 'anonymous' },
+      },
       async (request, reply) => {
         await deps.oauth.revoke({ token: request.body.token, ...clientOf(request, request.body) }, request.ip);
         return reply.header('cache-control', 'no-store').send({});

@@ -12,12 +12,24 @@ export interface MetricsOptions {
   readonly defaultMetrics: boolean;
   /** Jobs per status, read on each scrape (the queue is shared by every process). */
   readonly jobCounts?: () => Promise<Record<string, number>>;
+  /** Certificates no order reaches (the reconciliation's orphans), read on each scrape. */
+  readonly orphanCount?: () => Promise<number>;
 }
 
 export function createMetrics(options: MetricsOptions): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'certdesk_' });
-  const { jobCounts } = options;
+  const { jobCounts, orphanCount } = options;
+  if (orphanCount !== undefined) {
+    new Gauge({
+      name: 'certdesk_orphan_certificates',
+      help: 'Signed certificates that no order delivered and nobody revoked (should be 0; list them with `certdesk ca orphans`).',
+      registers: [registry],
+      async collect() {
+        this.set(await orphanCount());
+      },
+    });
+  }
   if (jobCounts !== undefined) {
     new Gauge({
       name: 'certdesk_jobs',

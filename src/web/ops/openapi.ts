@@ -13,7 +13,8 @@ export async function registerOpenApi(app: App, publicUrl: string): Promise<void
       info: {
         title: 'certdesk REST API',
         version: '1',
-        description: 'Certificate ordering and management. Every response carries `success` (except GET /BaseDomain); failures carry `Message`, `ErrorId` and `ErrorField` (docs/errors.md).',
+        description:
+          'Certificate ordering and management. Every response carries `success` (except GET /BaseDomain); failures carry `Message`, `ErrorId` and `ErrorField` (docs/errors.md).',
       },
       servers: [{ url: publicUrl }],
       components: {

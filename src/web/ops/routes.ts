@@ -1,15 +1,18 @@
-import { CertdeskError } from '../../core/index.js';
+import { CertdeskError, isCertdeskError } from '../../core/index.js';
 import { failure } from '../envelope.js';
 import type { Metrics } from './metrics.js';
 import type { App } from '../types.js';
 
 export interface OpsDeps {
   readonly metrics: Metrics;
-  /** Resolves when the database answers; /readyz fails otherwise. */
+  /**
+   * Resolves when the service can do its work (the database answers, the CA can issue); /readyz
+   * answers 503 otherwise, with the reason when it throws a notReady CertdeskError.
+   */
   readonly ready: () => Promise<void>;
 }
 
-/** /healthz (process up), /readyz (database reachable) and /metrics (Prometheus text). */
+/** /healthz (process up), /readyz (database reachable, CA able to issue) and /metrics (Prometheus text). */
 export function registerOps(app: App, deps: OpsDeps): void {
   const { metrics } = deps;
   app.addHook('onResponse', async (request, reply) => {
@@ -27,7 +30,10 @@ export function registerOps(app: App, deps: OpsDeps): void {
       return { success: true, status: 'ready' };
     } catch (err) {
       request.log.warn({ err }, 'readiness check failed');
-      const { status, body } = failure(new CertdeskError('notReady'));
+      // A database error's text stays in the log; a notReady of our own carries its reason.
+      const { status, body } = failure(
+        isCertdeskError(err) && err.kind === 'notReady' ? err : new CertdeskError('notReady'),
+      );
       return reply.code(status).send(body);
     }
   });

@@ -1,10 +1,15 @@
-import type { Accounts } from '../../ra/accounts.js';
-import type { DcvData } from '../../ra/dcv-data.js';
-import type { EmailApprovals } from '../../ra/email-approval.js';
-import type { Lifecycle } from '../../ra/lifecycle.js';
-import type { Orders } from '../../ra/orders.js';
-import type { Shop } from '../../ra/shop.js';
-import type { Tools } from '../../ra/tools.js';
+import type { Clock } from '../../core/index.js';
+import type { Accounts } from '../../ra/accounts/accounts.js';
+import type { DcvData } from '../../ra/dcv/dcv-data.js';
+import type { EmailApprovals } from '../../ra/dcv/email-approval.js';
+import type { Lifecycle } from '../../ra/orders/lifecycle.js';
+import type { Reissues } from '../../ra/orders/reissues.js';
+import type { OrderReads } from '../../ra/orders/order-reads.js';
+import type { Orders } from '../../ra/orders/orders.js';
+import type { Users } from '../../ra/accounts/users.js';
+import type { Applications } from '../../ra/accounts/applications.js';
+import type { Shop } from '../../ra/catalog/shop.js';
+import type { Tools } from '../../ra/tools/tools.js';
 import type { App } from '../types.js';
 import { registerApproverEmail } from './approver-email.js';
 import { registerDcv } from './dcv.js';
@@ -15,6 +20,8 @@ import { registerProducts } from './products.js';
 import { registerProfile } from './profile.js';
 import { registerQuote } from './quote.js';
 import { registerTools } from './tools.js';
+import { registerUsers } from './users.js';
+import { registerApplications } from './applications.js';
 import { Failure } from './schemas.js';
 
 export interface RestDeps {
@@ -22,9 +29,15 @@ export interface RestDeps {
   readonly shop: Shop;
   readonly tools: Tools;
   readonly orders: Orders;
+  readonly orderReads: OrderReads;
+  readonly users: Users;
+  readonly applications: Applications;
   readonly dcvData: DcvData;
   readonly emailApprovals: EmailApprovals;
   readonly lifecycle: Lifecycle;
+  readonly reissues: Reissues;
+  /** The service's clock, for times a route stamps itself (a refused order's Timestamp); the system's when not given. */
+  readonly clock?: Clock;
 }
 
 /** The /rest/v1 API: one file per resource. */
@@ -39,4 +52,6 @@ export function registerRest(app: App, deps: RestDeps): void {
   registerDcv(app, deps);
   registerApproverEmail(app, deps);
   registerLifecycle(app, deps);
+  registerUsers(app, deps);
+  registerApplications(app, deps);
 }

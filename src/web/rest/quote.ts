@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import type { Shop } from '../../ra/shop.js';
-import { parseBoolish } from '../compat.js';
+import { parseBoolish } from '../../core/index.js';
+import type { Shop } from '../../ra/catalog/shop.js';
 import type { App } from '../types.js';
 import { principalOf } from '../types.js';
 import { Boolish, bearer, okBody, responses } from './schemas.js';
@@ -9,7 +9,11 @@ const Int = (description: string) => Type.Integer({ minimum: 0, maximum: 2_147_4
 
 const QuoteQuery = Type.Object({
   ProductCode: Type.String({ minLength: 1, maxLength: 100 }),
-  ValidityPeriod: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'Months (12, 24) or days (180-365) on the free automated DV product' }),
+  ValidityPeriod: Type.Integer({
+    minimum: 1,
+    maximum: 2_147_483_647,
+    description: 'Months (12, 24) or days (180-365) on the free automated DV product',
+  }),
   ServerCount: Type.Optional(Int('Servers; default 1, mandatory on license-priced products')),
   SubjectAltNameCount: Type.Optional(Int('Non-wildcard SAN hosts; default 0')),
   SubjectAltName: Type.Optional(Int('Alias of SubjectAltNameCount sent by some clients')),
@@ -22,7 +26,10 @@ const QuoteResponse = okBody({
   Currency: Type.String(),
   Price: Type.Number(),
   OrderParameters: Type.Object({
-    ProductCode: Type.String(), ServerCount: Type.Integer(), SubjectAltNameCount: Type.Integer(), ValidityPeriod: Type.Integer(),
+    ProductCode: Type.String(),
+    ServerCount: Type.Integer(),
+    SubjectAltNameCount: Type.Integer(),
+    ValidityPeriod: Type.Integer(),
   }),
 });
 
@@ -31,7 +38,13 @@ export function registerQuote(app: App, deps: { shop: Shop }): void {
   app.get(
     '/Quote',
     {
-      schema: { tags: ['catalog'], summary: 'Price of an order before purchase', security: bearer, querystring: QuoteQuery, response: responses(QuoteResponse) },
+      schema: {
+        tags: ['catalog'],
+        summary: 'Price of an order before purchase',
+        security: bearer,
+        querystring: QuoteQuery,
+        response: responses(QuoteResponse),
+      },
       config: { access: { area: 'catalog', write: false } },
     },
     async (request) => {
@@ -50,7 +63,12 @@ export function registerQuote(app: App, deps: { shop: Shop }): void {
         success: true as const,
         Currency: quote.currency,
         Price: quote.price,
-        OrderParameters: { ProductCode: q.ProductCode, ServerCount: quote.serverCount, SubjectAltNameCount: subjectAltNameCount, ValidityPeriod: q.ValidityPeriod },
+        OrderParameters: {
+          ProductCode: q.ProductCode,
+          ServerCount: quote.serverCount,
+          SubjectAltNameCount: subjectAltNameCount,
+          ValidityPeriod: q.ValidityPeriod,
+        },
       };
     },
   );

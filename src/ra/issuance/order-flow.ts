@@ -1,0 +1,415 @@
+import { randomBytes } from 'node:crypto';
+import {
+  holderIsGone,
+  newHolderId,
+  orderId as toOrderId,
+  readCsr,
+  type Clock,
+  type FailedMinorStatus,
+  type JobId,
+  type MinorStatus,
+  type Order,
+  type OrderId,
+} from '../../core/index.js';
+import { checkCsr, IssuanceClaimLost, type CheckedCsr, type IssuedCertificate, type Issuer } from '../../ca/index.js';
+import type { AuditRepo, JobsRepo, OrderCertificatesRepo, OrderNamesRepo, OrdersRepo } from '../../storage/index.js';
+import {
+  checkCaa,
+  checkDnsCname,
+  checkDnsTxt,
+  checkFile,
+  type DcvResolver,
+  type FileCheckOptions,
+} from '../../validation/index.js';
+import type { CatalogService } from '../catalog/catalog.js';
+import { termEnd, vettedSubject } from './certificate-terms.js';
+import { dnsRecordName, expectedProofs, type CsrHashes } from '../dcv/dcv-details.js';
+import type { Notifier } from '../mail/notify.js';
+
+const DAY = 86_400;
+/** DESIGN §5.4: an order whose names are not validated within 30 days FAILs with DCV_EXPIRED. */
+export const DCV_DEADLINE = 30 * DAY;
+/**
+ * How long an issuance claim lasts if its holder disappears without a trace on another host (a
+ * dead process on this host is taken over at once). Signing takes milliseconds; the margin covers
+ * a stalled event loop or a slow database, and the CA's record-time check covers the rest.
+ */
+export const ISSUANCE_CLAIM_SECONDS = 120;
+/** What a caller that has just checked the order may spare `issue` from doing again. */
+export interface IssueOptions {
+  readonly caaChecked?: boolean;
+  readonly csr?: CheckedCsr;
+}
+
+/** When the job looks again at an order whose issuance another actor holds. */
+const HELD_RECHECK_SECONDS = 5;
+
+export interface FlowRepos {
+  readonly orders: OrdersRepo;
+  readonly orderCertificates: Pick<OrderCertificatesRepo, 'adoptableCertificate' | 'markDelivered'>;
+  readonly audit: Pick<AuditRepo, 'append'>;
+}
+
+export interface OrderFlowDeps extends FlowRepos {
+  readonly orderNames: Pick<OrderNamesRepo, 'names' | 'recordCheck'>;
+  readonly catalog: CatalogService;
+  readonly clock: Clock;
+  readonly ca: Pick<Issuer, 'issue' | 'revoke'>;
+  readonly resolver: DcvResolver;
+  readonly file: Omit<FileCheckOptions, 'resolve'>;
+  readonly jobs: Pick<JobsRepo, 'enqueue'>;
+  /** Mail to the order's contacts when a certificate is issued or reissued. */
+  readonly notify?: Pick<Notifier, 'orderEvent'>;
+  /** This process as the holder of issuance claims (default `newHolderId()`). */
+  readonly holder?: string;
+  readonly transact: <T>(fn: (repos: FlowRepos) => Promise<T>) => Promise<T>;
+}
+
+/** When to look again: soon after the order, then less and less often (the proof may take a while to appear). */
+export function nextCheckDelay(ageSeconds: number): number {
+  if (ageSeconds < 600) return 60;
+  if (ageSeconds < 3600) return 300;
+  if (ageSeconds < DAY) return 1800;
+  return 6 * 3600;
+}
+
+/**
+ * What happens to an order after it is placed (DESIGN §2 flow): the worker's `order.validate`
+ * checks each pending name (DNS or FILE; EMAIL waits for the approver), records the results,
+ * and when every name is shown moves the order on: OV/EV to the operator's vetting, DV to
+ * issuance, which re-checks CAA, signs through the Issuer and completes the order. Every step is
+ * a guarded transition, so a job run twice (a crash, a lost lease) changes nothing twice.
+ */
+export class OrderFlow {
+  private readonly holder: string;
+
+  constructor(private readonly deps: OrderFlowDeps) {
+    this.holder = deps.holder ?? newHolderId();
+  }
+
+  /** Job `order.validate`. */
+  async validate(payload: { readonly orderId: number }, ctx: { readonly id: JobId }): Promise<void> {
+    const order = await this.deps.orders.byId(toOrderId(payload.orderId));
+    if (order === undefined || (order.majorStatus !== 'PENDING' && order.majorStatus !== 'REISSUE')) return;
+    const now = this.deps.clock.nowSeconds();
+    const minor = order.minorStatus;
+    let outcome: 'done' | 'held' = 'done';
+    if (minor === 'WF_DNS_AUTH' || minor === 'WF_FILE_AUTH' || minor === 'WF_EMAIL_AUTH') {
+      const names = await this.deps.orderNames.names([order.id]);
+      for (const n of names) {
+        if (n.status !== 'PENDING' || n.method === 'EMAIL') continue;
+        const result = await this.checkProof(order, n.name, n.method);
+        await this.deps.orderNames.recordCheck(n.id, {
+          validated: result.ok,
+          at: now,
+          problem: result.ok ? null : result.problem,
+        });
+        await this.deps.audit.append({
+          at: now,
+          customerId: order.customerId,
+          actor: 'system',
+          clientAddress: null,
+          action: result.ok ? 'dcv.validated' : 'dcv.checked',
+          subject: String(order.id),
+          details: { name: n.name, method: n.method, ...(result.ok ? {} : { problem: result.problem }) },
+        });
+      }
+      const pending = (await this.deps.orderNames.names([order.id])).filter((n) => n.status !== 'VALIDATED');
+      if (pending.length > 0) {
+        const since = order.reissuedAt ?? order.orderDate;
+        if (now - since >= DCV_DEADLINE)
+          return this.fail(
+            order,
+            minor,
+            'DCV_EXPIRED',
+            `not validated within 30 days: ${pending.map((n) => n.name).join(', ')}`,
+          );
+        await this.deps.jobs.enqueue(
+          {
+            name: 'order.validate',
+            payload,
+            uniqueKey: `order:${order.id}`,
+            runAt: now + nextCheckDelay(now - since),
+            takeKeyFrom: ctx.id,
+          },
+          now,
+        );
+        return;
+      }
+      outcome = await this.advance(order);
+    } else if (minor === 'WF_ISSUANCE') {
+      outcome = await this.issue(order);
+    }
+    // Another actor holds the issuance (most often POST /Order signing inline): look again shortly,
+    // in case it disappears and its claim has to be taken over.
+    if (outcome === 'held') {
+      await this.deps.jobs.enqueue(
+        {
+          name: 'order.validate',
+          payload,
+          uniqueKey: `order:${order.id}`,
+          runAt: now + HELD_RECHECK_SECONDS,
+          takeKeyFrom: ctx.id,
+        },
+        now,
+      );
+    }
+  }
+
+  /**
+   * Every name shown: OV/EV on to the operator's vetting, DV on to issuance (done here). Called by
+   * the worker and by an approver's click; the guarded transition lets only one of them proceed.
+   */
+  async advance(order: Order): Promise<'done' | 'held'> {
+    const { majorStatus: major, minorStatus: minor } = order;
+    const names = await this.deps.orderNames.names([order.id]);
+    if ((major !== 'PENDING' && major !== 'REISSUE') || names.some((n) => n.status !== 'VALIDATED')) return 'done';
+    const now = this.deps.clock.nowSeconds();
+    // A reissue keeps the organization vetted for the order: only a new order waits for vetting.
+    if (major === 'PENDING' && (order.validationLevel === 'OV' || order.validationLevel === 'EV')) {
+      await this.deps.orders.markAwaitingVetting(order.id, minor, now);
+      return 'done';
+    }
+    if (!(await this.deps.orders.markAwaitingIssuance(order.id, { major, minor }, now))) return 'done';
+    return this.issue({ ...order, minorStatus: 'WF_ISSUANCE' });
+  }
+
+  /** Whether the DNS record or file for one name of an order (or an order about to be placed) is in place. */
+  async checkProof(
+    order: Pick<Order, 'caBrand' | 'dcvValue' | 'csrPem'> & { hashes?: CsrHashes },
+    name: string,
+    method: 'DNS' | 'FILE',
+  ): Promise<{ ok: true } | { ok: false; problem: string; transient?: boolean }> {
+    const brand = this.deps.catalog.brand(order.caBrand);
+    const value = order.dcvValue ?? '';
+    // Only the hash-style brand needs the CSR's hashes; the caller may have them already.
+    const hashes =
+      brand.dcvConvention === 'hash' ? (order.hashes ?? this.csrHashes(order)) : { hashMd5: '', hashSha256: '' };
+    const { file, cname } = expectedProofs(brand, hashes, value);
+    if (method === 'DNS') {
+      if (cname === undefined) return checkDnsTxt(this.deps.resolver, dnsRecordName(name), value);
+      return checkDnsCname(this.deps.resolver, name.replace(/^\*\./, ''), cname.label.slice(1), cname.target);
+    }
+    return checkFile(name, file.name, file.contents, {
+      ...this.deps.file,
+      resolve: (host) => this.deps.resolver.addresses(host),
+    });
+  }
+
+  /** HashMD5 and HashSHA256 of the order's CSR (DER), upper-case hex as /ValidateCSR shows them. */
+  private csrHashes(order: Pick<Order, 'csrPem'>): CsrHashes {
+    const { hashMd5, hashSha256 } = readCsr(order.csrPem ?? '');
+    return { hashMd5, hashSha256 };
+  }
+
+  /**
+   * CAA for every name (RFC 8659): undefined when all permit; `forbidden` names the record that
+   * does not; `transient` when a lookup could not be answered.
+   */
+  async caaProblem(
+    brandId: string,
+    names: readonly string[],
+  ): Promise<{ forbidden?: string; transient?: string } | undefined> {
+    const brand = this.deps.catalog.brand(brandId);
+    for (const name of names) {
+      const caa = await checkCaa(this.deps.resolver, name, [brand.caDomain]);
+      if (caa.permitted) continue;
+      if ('transient' in caa) return { transient: `CAA lookup for ${name} failed: ${caa.problem}` };
+      return { forbidden: `CAA at ${caa.relevant} forbids ${brand.name} to issue for ${name}: ${caa.problem}` };
+    }
+    return undefined;
+  }
+
+  /**
+   * Signs the order's current issuance round and completes the order, at most once per round.
+   * Returns `done` when the round is over (issued now, or by someone else before), `held` when
+   * another actor holds the round's claim and is still at work: the caller waits for its result or
+   * looks again later. Throws on a transient failure (a CAA lookup, the CA not ready) after giving
+   * the claim back, so a retry starts afresh. `caaChecked`: CAA was checked a moment ago (POST
+   * /Order issuing inline), not again; `csr`: the order's CSR as the CA checked it a moment ago.
+   *
+   * The invariant (Boulder's `FinalizeOrder`): no round is ever signed twice, and no signature is
+   * made that is not recorded against its order before anyone sees it.
+   * - Step 1: before any key is touched, the caller wins the round's claim with one guarded UPDATE
+   *   (`claimIssuance`). Every other actor — the inline POST /Order, the worker's job, a second
+   *   worker, a retry, a process restarted after a crash — finds it claimed and leaves the order
+   *   to the holder, unless the holder is certainly gone (its process dead on this host) or its
+   *   claim has lapsed (ISSUANCE_CLAIM_SECONDS), when it takes the claim over.
+   * - Step 2: the holder adopts the certificate a previous holder recorded for this round (the
+   *   crash-recovery path) and signs only when there is none. The CA records the certificate in
+   *   the same transaction that checks the claim is still held: a holder that stalled past its
+   *   claim gets its certificate recorded revoked, and delivers nothing.
+   * - Step 3: the order is completed by the claim's holder only (`markIssued`) and the certificate
+   *   marked delivered, which is what the reconciliation (`Reconciliation`) checks. Once the claim
+   *   is won every ending goes through `markIssued`, `fail` or `releaseIssuance`.
+   */
+  async issue(order: Order, options: IssueOptions = {}): Promise<'done' | 'held'> {
+    const major = order.majorStatus;
+    const claim = `${this.holder}/${randomBytes(6).toString('hex')}`;
+    const now = this.deps.clock.nowSeconds();
+    // Step 1: the claim.
+    if (!(await this.deps.orders.claimIssuance(order.id, major, claim, now, now + ISSUANCE_CLAIM_SECONDS))) {
+      const current = await this.deps.orders.byId(order.id);
+      if (current === undefined || current.majorStatus !== major || current.minorStatus !== 'WF_ISSUANCE')
+        return 'done';
+      const held = current.issuanceClaim;
+      if (held === null || !holderIsGone(held.split('/')[0]!)) return 'held';
+      if (!(await this.deps.orders.takeOverIssuance(order.id, held, claim, now + ISSUANCE_CLAIM_SECONDS)))
+        return 'held';
+    }
+    const claimed = await this.deps.orders.byId(order.id);
+    if (claimed === undefined || claimed.issuanceClaim !== claim) return 'held';
+    try {
+      await this.signAndComplete(claimed, claim, options);
+    } catch (e) {
+      await this.deps.orders.releaseIssuance(order.id, claim);
+      throw e;
+    }
+    return 'done';
+  }
+
+  /** Steps 2 and 3 of `issue`, for the holder of `claim`. */
+  private async signAndComplete(order: Order, claim: string, options: IssueOptions): Promise<void> {
+    const now = this.deps.clock.nowSeconds();
+    const major = order.majorStatus;
+    const names = (await this.deps.orderNames.names([order.id])).map((n) => n.name);
+    // Step 2: a certificate a previous holder of this round recorded (a reissue looks past the old ones), else sign.
+    let cert = await this.deps.orderCertificates.adoptableCertificate(
+      order.id,
+      major === 'REISSUE' ? order.reissueBaseCert : null,
+    );
+    if (cert === undefined) {
+      const caa = options.caaChecked === true ? undefined : await this.caaProblem(order.caBrand, names);
+      // A lookup that could not be answered is retried by the worker; a record that forbids fails the order.
+      if (caa?.transient !== undefined) throw new Error(caa.transient);
+      if (caa?.forbidden !== undefined) return this.fail(order, 'WF_ISSUANCE', 'CAA_FORBIDDEN', caa.forbidden);
+      const product = this.deps.catalog.product(order.productCode);
+      let issued: IssuedCertificate;
+      try {
+        issued = await this.deps.ca.issue({
+          csr: options.csr ?? checkCsr(order.csrPem ?? ''),
+          product: {
+            code: product.code,
+            brand: product.brand,
+            type: product.type,
+            validationLevel: product.validationLevel,
+          },
+          signatureHashAlgorithm: order.signatureHashAlgorithm,
+          dnsNames: names,
+          commonName: order.commonName,
+          orderId: order.id,
+          customerId: order.customerId,
+          actor: 'system',
+          notAfter: order.termEnd ?? termEnd(order, now, product.validity.unit),
+          issuanceClaim: claim,
+          ...(order.validationLevel === 'OV' || order.validationLevel === 'EV'
+            ? { organization: vettedSubject(order) }
+            : {}),
+        });
+      } catch (e) {
+        // The claim was lost while signing: the certificate is recorded revoked, the new holder finishes.
+        if (e instanceof IssuanceClaimLost) return;
+        const kind = (e as { kind?: string }).kind;
+        if (kind !== undefined && kind !== 'internal' && kind !== 'notReady')
+          return this.fail(order, 'WF_ISSUANCE', 'ISSUANCE_ERROR', (e as Error).message);
+        throw e;
+      }
+      cert = { serial: issued.serial, notBefore: issued.notBefore, notAfter: issued.notAfter };
+    }
+    // Step 3: complete, as the claim's holder only.
+    const { serial, notAfter } = cert;
+    const completed = await this.deps.transact(async (tx) => {
+      // issued_at stays the first issuance's: the cancel and refund windows count from it.
+      const first =
+        major === 'PENDING'
+          ? {
+              first: {
+                issuedAt: now,
+                termEnd: termEnd(order, now, this.deps.catalog.product(order.productCode).validity.unit),
+              },
+            }
+          : {};
+      if (!(await tx.orders.markIssued(order.id, major, claim, now, { certNotAfter: notAfter, ...first })))
+        return false;
+      await tx.orderCertificates.markDelivered(serial, now);
+      await tx.audit.append({
+        at: now,
+        customerId: order.customerId,
+        actor: 'system',
+        clientAddress: null,
+        action: major === 'PENDING' ? 'order.issued' : 'order.reissued',
+        subject: String(order.id),
+        details: { serial },
+      });
+      return true;
+    });
+    if (completed) {
+      await this.deps.notify?.orderEvent(
+        (await this.deps.orders.byId(order.id))!,
+        major === 'PENDING' ? 'issued' : 'reissued',
+        `Serial ${serial}, valid until ${new Date(notAfter * 1000).toISOString()}.`,
+      );
+      return;
+    }
+    // The round ended under us: cancelled, or replaced by a new reissue round. Its certificate must not
+    // outlive it. (A holder that took the claim over in this same round delivers it instead.)
+    const after = await this.deps.orders.byId(order.id);
+    const sameRound =
+      after !== undefined &&
+      after.minorStatus === 'WF_ISSUANCE' &&
+      after.majorStatus === major &&
+      after.reissuedAt === order.reissuedAt;
+    if (!sameRound)
+      await this.deps.ca.revoke(serial, after?.majorStatus === 'CANCELLED' ? 'cessationOfOperation' : 'superseded', {
+        actor: 'system',
+      });
+  }
+
+  /** Waits (polling) until an issuance another actor holds is over; true when the order left WF_ISSUANCE in time. */
+  async awaitIssuance(orderId: OrderId, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (let pause = 20; ; pause = Math.min(pause * 2, 250)) {
+      const order = await this.deps.orders.byId(orderId);
+      if (order === undefined || order.minorStatus !== 'WF_ISSUANCE') return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+
+  /** FAILED with a reason; the charge is refunded (the order never delivered). */
+  async fail(order: Order, from: MinorStatus, minor: FailedMinorStatus, reason: string): Promise<void> {
+    const now = this.deps.clock.nowSeconds();
+    const customer = order.customerId;
+    if (order.majorStatus === 'REISSUE') {
+      // A reissue that cannot complete leaves the order with its current certificate, as it was.
+      await this.deps.transact(async (tx) => {
+        if (!(await tx.orders.markReissueAbandoned(order.id, from, `reissue abandoned (${minor}): ${reason}`, now)))
+          return;
+        await tx.audit.append({
+          at: now,
+          customerId: customer,
+          actor: 'system',
+          clientAddress: null,
+          action: 'order.reissue-failed',
+          subject: String(order.id),
+          details: { minor, reason },
+        });
+      });
+      return;
+    }
+    await this.deps.transact(async (tx) => {
+      if (!(await tx.orders.markFailed(order.id, from, minor, reason, now))) return;
+      await tx.orders.insertLedger(customer, order.id, 'refund', order.price.minor, now);
+      await tx.orders.releaseCredit(customer, order.price.minor);
+      await tx.audit.append({
+        at: now,
+        customerId: customer,
+        actor: 'system',
+        clientAddress: null,
+        action: 'order.failed',
+        subject: String(order.id),
+        details: { minor, reason },
+      });
+    });
+  }
+}

@@ -1,0 +1,136 @@
+import {
+  CertdeskError,
+  orderId as toOrderId,
+  type Clock,
+  type Order,
+  type OrderName,
+  type Principal,
+} from '../../core/index.js';
+import type {
+  OrderCertificatesRepo,
+  OrderFilter,
+  OrderNamesRepo,
+  OrderQueriesRepo,
+  OrdersRepo,
+} from '../../storage/index.js';
+import type { IssuerCapabilities } from '../../ca/index.js';
+
+// Reading orders (spec §4.12–4.14): one order, a filtered page, the orders changed in a span,
+// each as a view with what the include* flags may ask for.
+
+/** What a reader sees of an issued certificate (Fulfillment, StartDate/EndDate). */
+export interface OrderCertificate {
+  readonly certificate: string;
+  readonly intermediate: string;
+  readonly pkcs7: string;
+  readonly notBefore: number;
+  readonly notAfter: number;
+}
+
+export interface OrderView {
+  /** The order; a COMPLETE one past its EndDate shows EXPIRED. */
+  readonly order: Order;
+  readonly names: OrderName[];
+  /** The names DNS (or FILE) validation covers when the order is validated so: FILE never covers a wildcard. */
+  readonly dnsFqdns?: readonly string[];
+  readonly fileFqdns?: readonly string[];
+  /** The current certificate of a completed order (with includeFulfillment). */
+  readonly certificate?: OrderCertificate;
+  /** StartDate and EndDate of the current certificate. */
+  readonly dates?: { readonly notBefore: number; readonly notAfter: number };
+  /** The current certificate chains to a distrusted CA (DESIGN §5.8): the phase dates. */
+  readonly distrust?: { phase1: number | null; phase2: number | null };
+}
+
+export interface OrderReadsDeps {
+  readonly orders: Pick<OrdersRepo, 'get'>;
+  readonly orderQueries: Pick<OrderQueriesRepo, 'list' | 'modified'>;
+  readonly orderNames: Pick<OrderNamesRepo, 'names'>;
+  readonly orderCertificates: Pick<OrderCertificatesRepo, 'latestCertificate' | 'chainingTo'>;
+  /**
+   * The issuer's optional capabilities (ca/issuer.ts `IssuerCapabilities`): the Fulfillment of a
+   * recorded certificate, and which CA certificates are distrusted. Without them an order shows no
+   * Fulfillment and nothing is scheduled for replacement.
+   */
+  readonly certificates: Pick<IssuerCapabilities, 'fulfillment' | 'distrustMarks'>;
+  readonly clock: Clock;
+}
+
+/** Largest page of GET /Orders (documented in docs/orders.md). */
+export const MAX_ITEMS_PER_PAGE = 1000;
+export const DEFAULT_ITEMS_PER_PAGE = 100;
+
+/** The orders of the caller's account as readers see them; another account's are never found. */
+export class OrderReads {
+  constructor(private readonly deps: OrderReadsDeps) {}
+
+  /** One order of the caller's account; another account's order is not found (404). */
+  async getOrder(principal: Principal, id: number, withCertificate = true): Promise<OrderView> {
+    const order = await this.deps.orders.get(principal.customerId, toOrderId(id));
+    if (order === undefined)
+      throw new CertdeskError('orderNotFound', `Invalid order id ${id}: no such order.`, { field: 'ServiceOrderID' });
+    return (await this.views([order], withCertificate))[0]!;
+  }
+
+  async listOrders(
+    principal: Principal,
+    filter: OrderFilter,
+    withCertificates = false,
+    scheduledToReplace = false,
+  ): Promise<{ orders: OrderView[]; total: number }> {
+    const scoped = scheduledToReplace
+      ? {
+          ...filter,
+          ids: await this.deps.orderCertificates.chainingTo(principal.customerId, [...this.distrustMarks().keys()]),
+        }
+      : filter;
+    const { orders, total } = await this.deps.orderQueries.list(principal.customerId, scoped);
+    return { orders: await this.views(orders, withCertificates), total };
+  }
+
+  async modifiedOrders(principal: Principal, from: number, to: number, withCertificates = false): Promise<OrderView[]> {
+    if (to < from) throw new CertdeskError('invalidInput', 'ToDate lies before FromDate.', { field: 'ToDate' });
+    return this.views(await this.deps.orderQueries.modified(principal.customerId, from, to, 10_000), withCertificates);
+  }
+
+  private distrustMarks(): Map<string, { phase1: number | null; phase2: number | null }> {
+    return this.deps.certificates.distrustMarks?.() ?? new Map();
+  }
+
+  /** What readers see of `orders`: names, the current certificate's dates, Fulfillment when asked for, distrust marks. */
+  async views(orders: readonly Order[], withCertificates: boolean): Promise<OrderView[]> {
+    const names = await this.deps.orderNames.names(orders.map((o) => o.id));
+    const marks = this.distrustMarks();
+    const now = this.deps.clock.nowSeconds();
+    return Promise.all(
+      orders.map(async (stored) => {
+        // Derived, not stored: a COMPLETE order past its last certificate's EndDate is EXPIRED.
+        const order: Order =
+          stored.majorStatus === 'COMPLETE' && stored.certNotAfter !== null && stored.certNotAfter < now
+            ? { ...stored, minorStatus: 'EXPIRED' }
+            : stored;
+        const own = names.filter((n) => n.orderId === order.id);
+        const fqdns = own.map((n) => n.name);
+        const base = {
+          order,
+          names: own,
+          ...(order.dvAuthMethod === 'DNS' ? { dnsFqdns: fqdns } : {}),
+          ...(order.dvAuthMethod === 'FILE' ? { fileFqdns: fqdns.filter((n) => !n.startsWith('*.')) } : {}),
+        };
+        if (order.issuedAt === null) return base;
+        const latest = await this.deps.orderCertificates.latestCertificate(order.id);
+        if (latest === undefined) return base;
+        const mark = latest.chainIds.map((id) => marks.get(id)).find((m) => m !== undefined);
+        // The chain and the PKCS#7 bundle are built only when Fulfillment is asked for.
+        const full = withCertificates ? await this.deps.certificates.fulfillment?.(latest.serial) : undefined;
+        const dates = { notBefore: latest.notBefore, notAfter: latest.notAfter };
+        return {
+          ...base,
+          dates,
+          ...(full === undefined ? {} : { certificate: full }),
+          ...(mark === undefined ? {} : { distrust: mark }),
+        };
+      }),
+    );
+  }
+}

@@ -1,0 +1,94 @@
+import type { OrderId, OrderName, OrderNameId } from '../core/index.js';
+import type { Db } from './database.js';
+import { newNameRow, toOrderName, type NewOrderName } from './order-model.js';
+
+/**
+ * The names of orders and the state of each one's domain control validation: stored with the
+ * order, checked by the worker, approved through an e-mail link.
+ */
+export class OrderNamesRepo {
+  constructor(private readonly db: Db) {}
+
+  /** Stores the names of a new order, the common name first. */
+  async insertNames(orderId: OrderId, names: readonly NewOrderName[]): Promise<void> {
+    if (names.length === 0) return;
+    await this.db.kysely
+      .insertInto('order_names')
+      .values(names.map((n) => newNameRow(orderId, n)))
+      .execute();
+  }
+
+  /** The names of these orders, by order then as they were ordered (the common name first). */
+  async names(orderIds: readonly OrderId[]): Promise<OrderName[]> {
+    if (orderIds.length === 0) return [];
+    const rows = await this.db.kysely
+      .selectFrom('order_names')
+      .selectAll()
+      .where('order_id', 'in', [...orderIds])
+      .orderBy('order_id')
+      .orderBy('id')
+      .execute();
+    return rows.map(toOrderName);
+  }
+
+  /** Records the outcome of one DCV check of one name. */
+  async recordCheck(
+    nameId: OrderNameId,
+    result: { validated: boolean; at: number; problem: string | null },
+  ): Promise<void> {
+    await this.db.kysely
+      .updateTable('order_names')
+      .set(
+        result.validated
+          ? { status: 'VALIDATED', validated_at: result.at, last_checked_at: result.at, last_problem: null }
+          : { last_checked_at: result.at, last_problem: result.problem },
+      )
+      .where('id', '=', nameId)
+      .where('status', '=', 'PENDING')
+      .execute();
+  }
+
+  /** Sets the approver and the approval link of an order's pending EMAIL names (one approver for all, or per name). */
+  async setApproval(
+    orderId: OrderId,
+    names: readonly string[] | 'all-pending',
+    approver: string | null,
+    tokenHash: string,
+  ): Promise<number> {
+    let q = this.db.kysely
+      .updateTable('order_names')
+      .set(
+        approver === null
+          ? { approval_token_hash: tokenHash }
+          : { approver_email: approver, approval_token_hash: tokenHash },
+      )
+      .where('order_id', '=', orderId)
+      .where('status', '=', 'PENDING')
+      .where('method', '=', 'EMAIL');
+    if (names !== 'all-pending') q = q.where('name', 'in', [...names]);
+    const r = await q.executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  /** The pending names an approval link covers. */
+  async namesByApprovalToken(tokenHash: string): Promise<OrderName[]> {
+    const rows = await this.db.kysely
+      .selectFrom('order_names')
+      .selectAll()
+      .where('approval_token_hash', '=', tokenHash)
+      .orderBy('id')
+      .execute();
+    return rows.map(toOrderName);
+  }
+
+  /** Marks the names of an approval link validated (once); returns how many changed. */
+  async approve(tokenHash: string, at: number): Promise<number> {
+    const r = await this.db.kysely
+      .updateTable('order_names')
+      .set({ status: 'VALIDATED', validated_at: at, last_checked_at: at, last_problem: null })
+      .where('approval_token_hash', '=', tokenHash)
+      .where('status', '=', 'PENDING')
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+}

@@ -1,0 +1,57 @@
+import { sql } from 'kysely';
+import type { Db } from './database.js';
+
+/** Failed sign-ins per key (an account or a client address), for growing delays. */
+export class SignInFailuresRepo {
+  constructor(private readonly db: Db) {}
+
+  /** The latest time until which any of `keys` is blocked (0 when none is). */
+  async blockedUntil(keys: readonly string[], now: number): Promise<number> {
+    if (keys.length === 0) return 0;
+    const rows = await this.db.kysely
+      .selectFrom('sign_in_failures')
+      .select('blocked_until')
+      .where('key', 'in', [...keys])
+      .where('blocked_until', '>', now)
+      .execute();
+    return rows.reduce((m, r) => Math.max(m, Number(r.blocked_until)), 0);
+  }
+
+  /**
+   * Counts one more failure of `key` (one atomic upsert: concurrent failures all count) and blocks
+   * it for `delay(failures)` seconds; failures older than `forgetAfter` seconds start the count
+   * afresh. Returns the count.
+   */
+  async recordFailure(
+    key: string,
+    now: number,
+    forgetAfter: number,
+    delay: (failures: number) => number,
+  ): Promise<number> {
+    const row = await this.db.kysely
+      .insertInto('sign_in_failures')
+      .values({ key, failures: 1, blocked_until: 0, updated_at: now })
+      .onConflict((oc) =>
+        oc.column('key').doUpdateSet({
+          failures: sql`CASE WHEN sign_in_failures.updated_at < ${now - forgetAfter} THEN 1 ELSE sign_in_failures.failures + 1 END`,
+          updated_at: now,
+        }),
+      )
+      .returning('failures')
+      .executeTakeFirstOrThrow();
+    const failures = Number(row.failures);
+    const wait = delay(failures);
+    if (wait > 0)
+      await this.db.kysely
+        .updateTable('sign_in_failures')
+        .set({ blocked_until: now + wait })
+        .where('key', '=', key)
+        .execute();
+    return failures;
+  }
+
+  /** Forgets the failures of `key` (its account signed in). */
+  async reset(key: string): Promise<void> {
+    await this.db.kysely.deleteFrom('sign_in_failures').where('key', '=', key).execute();
+  }
+}

@@ -1,0 +1,252 @@
+// Crash under load: `certdesk serve` (API + worker in one process) is SIGKILLed again and again
+// while 16 clients place orders whose DNS proof is in place (so they issue inline, racing their
+// queued jobs). A client whose request dies with the server retries the same request (same
+// PartnerOrderID and body, as DESIGN §5.5 lets it) until it is answered. After the last restart
+// every accepted order must be COMPLETE with exactly one live certificate, the reconciliation
+// must find no certificate its order cannot reach, and the credit used must equal the charges.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config/index.js';
+import { createServices } from '../src/main.js';
+import { openDatabase } from '../src/storage/index.js';
+import { accountingOf } from './support/accounting.js';
+import { testCaKeys } from './support/ca-fixture.js';
+import { testCsr } from './support/csr.js';
+import { scratchPostgresDatabase } from './support/databases.js';
+import { startDnsServer } from './support/dns-server.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CERTDESK = join(ROOT, 'bin', 'certdesk');
+const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
+const ORDERS = 200;
+const AT_ONCE = 16;
+
+interface Target {
+  readonly dialect: 'sqlite' | 'postgres';
+  readonly kills: number;
+  create(dir: string): Promise<{ url: string; drop(): Promise<void> }>;
+}
+
+function targets(): Target[] {
+  const sqlite: Target = {
+    dialect: 'sqlite',
+    kills: 10,
+    create: async (dir) => ({ url: join(dir, 'certdesk.db'), drop: async () => undefined }),
+  };
+  const url = process.env.CERTDESK_TEST_DATABASE_URL;
+  if (url === undefined || url === '') return [sqlite];
+  return [sqlite, { dialect: 'postgres', kills: 5, create: () => scratchPostgresDatabase(url) }];
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A `certdesk serve` child; `ready` resolves once /readyz answers. */
+function serve(env: Record<string, string>, base: string): { child: ChildProcess; ready: Promise<void> } {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CERTDESK_')));
+  const child = spawn(process.execPath, [CERTDESK, 'serve'], {
+    cwd: ROOT,
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  // Its messages, shown only when it fails to start.
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => void (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const ready = (async () => {
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`certdesk serve exited (${child.exitCode ?? child.signalCode}) before it was ready: ${stderr}`);
+      try {
+        if ((await fetch(`${base}/readyz`)).ok) return;
+      } catch {
+        // not listening yet
+      }
+      await sleep(100);
+    }
+  })();
+  return { child, ready };
+}
+
+async function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = once(child, 'exit');
+  child.kill('SIGKILL');
+  await gone;
+}
+
+describe.each(targets())('certdesk serve killed again and again under load, on $dialect', (target) => {
+  const cleanup: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const step of cleanup.splice(0).reverse()) await step();
+  });
+
+  it(`${ORDERS} orders, ${AT_ONCE} at a time, ${target.kills} SIGKILLs: every accepted order once, one live certificate each, exact credit`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'certdesk-crash-load-'));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const database = await target.create(dir);
+    cleanup.push(() => database.drop());
+    const dns = await startDnsServer();
+    cleanup.push(() => dns.close());
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const env = {
+      CERTDESK_DATABASE_URL: database.url,
+      CERTDESK_CA_KEY_FILE: join(dir, 'ca-keys.secret'),
+      CERTDESK_DNS_SERVERS: dns.address,
+      CERTDESK_DATA_DIR: join(dir, 'data'),
+      CERTDESK_PORT: String(port),
+      CERTDESK_KV_PORT: '0',
+      CERTDESK_RATE_LIMIT: '1000000',
+      CERTDESK_LOG_LEVEL: 'error',
+    };
+
+    // Step 1, here: migrate, the CA, a customer, and the DNS proof its orders will find in place.
+    const services = await createServices(loadConfig(env));
+    await services.ca.init({ keyPairs: testCaKeys() });
+    const created = await services.accounts.createCustomer({
+      name: 'Crash load',
+      email: 'ops@customer.example',
+      currency: 'EUR',
+      creditLimit: 10_000_000,
+      country: 'DE',
+      locale: 'de_DE',
+      timezone: 'Europe/Berlin',
+    });
+    const customerId = created.customer.id;
+    const token = (
+      await services.oauth.token(
+        { grantType: 'client_credentials', clientId: created.application.clientId, clientSecret: created.clientSecret },
+        null,
+      )
+    ).access_token;
+    await services.close();
+
+    // Step 2: load from 16 clients; a request that dies with the server is sent again, unchanged.
+    let server = serve(env, base);
+    await server.ready;
+    const bearer = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const dnsData = await fetch(`${base}/rest/v1/DNSData`, {
+      method: 'POST',
+      headers: bearer,
+      body: JSON.stringify({ ProductCode: 'TrustPoint.DV', CSR: testCsr().pem }),
+    });
+    expect(dnsData.status).toBe(200);
+    dns.set('certdesk-test.com', [
+      { type: 'A', address: '127.0.0.1' },
+      {
+        type: 'TXT',
+        data: ((await dnsData.json()) as { DNSAuthDetails: { DNSValue: string } }).DNSAuthDetails.DNSValue,
+      },
+    ]);
+
+    // The orders are released in one batch per server life, so the number of kills does not depend on
+    // how fast this machine places orders: each server is killed halfway through its batch, with the
+    // rest of the batch in flight.
+    const accepted = new Map<string, number>();
+    const batch = Math.ceil(ORDERS / (target.kills + 1));
+    let released = batch;
+    let next = 0;
+    let retries = 0;
+    const client = async () => {
+      while (next < ORDERS) {
+        if (next >= released) {
+          await sleep(5);
+          continue;
+        }
+        const partnerOrderId = `load-${next++}`;
+        const body = JSON.stringify({
+          OrderParameters: {
+            ProductCode: 'TrustPoint.DV',
+            ValidityPeriod: 12,
+            CSR: testCsr().pem,
+            DVAuthMethod: 'DNS',
+            PartnerOrderID: partnerOrderId,
+          },
+          AdminContact: contact,
+          TechContact: contact,
+        });
+        for (;;) {
+          try {
+            const res = await fetch(`${base}/rest/v1/Order`, { method: 'POST', headers: bearer, body });
+            if (res.status === 200) {
+              accepted.set(partnerOrderId, ((await res.json()) as { ServiceOrderID: number }).ServiceOrderID);
+              break;
+            }
+            // 5xx while the database recovers from a killed writer is retried; anything else is a failure.
+            expect(res.status, await res.text()).toBeGreaterThanOrEqual(500);
+          } catch {
+            // The server died under the request: send it again once it is back.
+          }
+          retries++;
+          await sleep(50);
+        }
+      }
+    };
+    const load = Promise.all(Array.from({ length: AT_ONCE }, client));
+
+    // Step 3: SIGKILL the server halfway through each batch, release the next batch, start it again.
+    let kills = 0;
+    while (kills < target.kills) {
+      const halfway = Math.min(released - batch / 2, ORDERS);
+      while (accepted.size < halfway) await sleep(5);
+      await sleep(Math.floor(Math.random() * 20));
+      await kill(server.child);
+      kills++;
+      released = Math.min(released + batch, ORDERS);
+      server = serve(env, base);
+      await server.ready;
+    }
+    released = ORDERS;
+    await load;
+    const last = server;
+    cleanup.push(() => kill(last.child));
+    expect(kills).toBe(target.kills);
+    expect(accepted.size).toBe(ORDERS);
+
+    // Step 4: the last server finishes whatever the killed ones left (jobs and claims of dead processes are taken over).
+    const db = await openDatabase({ url: database.url, poolSize: 2 });
+    cleanup.push(() => db.close());
+    const ids = [...accepted.values()];
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const open = await db.kysely
+        .selectFrom('orders')
+        .select(['id', 'major_status', 'minor_status'])
+        .where('customer_id', '=', customerId)
+        .where('major_status', '!=', 'COMPLETE')
+        .execute();
+      if (open.length === 0) break;
+      if (Date.now() > deadline) throw new Error(`orders still open: ${JSON.stringify(open.slice(0, 5))}`);
+      await sleep(250);
+    }
+    await kill(last.child);
+
+    // Once each: the orders (no duplicate for a retried request), their certificates, the credit.
+    const orders = await db.kysely
+      .selectFrom('orders')
+      .select(['id', 'partner_order_id'])
+      .where('customer_id', '=', customerId)
+      .execute();
+    expect(orders).toHaveLength(ORDERS);
+    expect(new Set(orders.map((o) => o.id))).toEqual(new Set(ids));
+    const books = await accountingOf(db, customerId);
+    expect(books.liveCertificatesPerOrder.filter((n) => n !== 1)).toEqual([]);
+    expect(books.orphans).toEqual([]);
+    expect(books.used).toBe(books.liveCharges);
+    expect(books.used).toBeGreaterThan(0);
+    console.log(`${target.dialect}: ${ORDERS} orders, ${kills} kills, ${retries} client retries`);
+  }, 600_000);
+});

@@ -1,0 +1,279 @@
+// The issuance claim, actor by actor (see OrderFlow.issue): who may sign an order's round, who
+// waits, who takes over, and what happens to a certificate signed under a claim that was lost.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { IssuanceClaimLost, checkCsr, type Issuer } from '../src/ca/index.js';
+import { orderId } from '../src/core/index.js';
+import { ISSUANCE_CLAIM_SECONDS, OrderFlow } from '../src/ra/issuance/order-flow.js';
+import { Reconciliation } from '../src/ra/issuance/reconciliation.js';
+import {
+  AuditRepo,
+  JobsRepo,
+  OrderCertificatesRepo,
+  OrderNamesRepo,
+  OrdersRepo,
+  inTransaction,
+  type Db,
+} from '../src/storage/index.js';
+import { DcvResolver } from '../src/validation/index.js';
+import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
+import { testCsr } from './support/csr.js';
+import { testDialects } from './support/databases.js';
+import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
+
+const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
+const dir = mkdtempSync(join(tmpdir(), 'issuance-claim-'));
+
+/** A process id that certainly belongs to no process: a child that has already exited. */
+function deadPid(): number {
+  const r = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(r.stdout);
+}
+
+describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
+  let t: TestContext;
+  let c: TestCustomer;
+  let dns: TestDnsServer;
+  let db: Db;
+  let orders: OrdersRepo;
+
+  /** An OrderFlow of its own (another actor, as a second process would be), optionally over a CA seam. */
+  const flow = (ca: Pick<Issuer, 'issue' | 'revoke'> = t.services.ca, holder?: string) => {
+    const repos = (d: Db) => ({
+      orders: new OrdersRepo(d),
+      orderCertificates: new OrderCertificatesRepo(d),
+      orderNames: new OrderNamesRepo(d),
+      audit: new AuditRepo(d),
+      jobs: new JobsRepo(d),
+    });
+    return new OrderFlow({
+      ...repos(db),
+      catalog: t.services.catalog,
+      clock: t.clock,
+      ca,
+      resolver: new DcvResolver({ servers: [dns.address] }),
+      file: { httpPort: 9, allowPrivate: true },
+      transact: (fn) => inTransaction(db, (tx) => fn(repos(tx))),
+      ...(holder === undefined ? {} : { holder }),
+    });
+  };
+  /** An order placed without its proof, then shown valid: waiting in WF_ISSUANCE, nobody holding it. */
+  const waitingForIssuance = async () => {
+    const res = await t.call(c.token, {
+      method: 'POST',
+      url: '/rest/v1/Order',
+      payload: {
+        OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'DNS' },
+        AdminContact: contact,
+        TechContact: contact,
+      },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const id = orderId(res.json().ServiceOrderID as number);
+    await db.kysely
+      .updateTable('order_names')
+      .set({ status: 'VALIDATED', validated_at: t.clock.nowSeconds() })
+      .where('order_id', '=', id)
+      .execute();
+    expect(
+      await orders.markAwaitingIssuance(id, { major: 'PENDING', minor: 'WF_DNS_AUTH' }, t.clock.nowSeconds()),
+    ).toBe(true);
+    return (await orders.byId(id))!;
+  };
+  const certificatesOf = (id: number) =>
+    db.kysely
+      .selectFrom('certificates')
+      .select(['serial', 'revoked_at', 'revocation_reason', 'delivered_at'])
+      .where('order_id', '=', id)
+      .orderBy('id')
+      .execute();
+  const signings = async (id: number) =>
+    (
+      await db.kysely.selectFrom('audit_events').select('details').where('action', '=', 'ca.sign.begin').execute()
+    ).filter((e) => (JSON.parse(e.details ?? '{}') as { orderId?: number }).orderId === id).length;
+
+  beforeAll(async () => {
+    dns = await startDnsServer();
+    dns.set('certdesk-test.com', [{ type: 'A', address: '127.0.0.1' }]);
+    t = await createTestContext(dialect, { CERTDESK_DNS_SERVERS: dns.address, CERTDESK_RATE_LIMIT: '1000000' });
+    await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
+    c = await t.customer({ creditLimit: 1_000_000 });
+    db = t.db;
+    orders = new OrdersRepo(db);
+  }, 120_000);
+  afterAll(async () => {
+    await t.close();
+    await dns.close();
+  });
+  beforeEach(() => {
+    t.clock.set(1795219200);
+  });
+
+  it('ok/eight actors at once: exactly one signs, the others find the round held or done', async () => {
+    const order = await waitingForIssuance();
+    const actors = Array.from({ length: 8 }, () => flow());
+    const outcomes = await Promise.all(actors.map((a) => a.issue(order)));
+    expect(outcomes).toContain('done');
+    expect(await signings(order.id)).toBe(1);
+    const certs = await certificatesOf(order.id);
+    expect(certs).toHaveLength(1);
+    expect(certs[0]).toMatchObject({ revoked_at: null, delivered_at: expect.any(Number) });
+    expect(await orders.byId(order.id)).toMatchObject({ majorStatus: 'COMPLETE', issuanceClaim: null });
+  });
+
+  it('fail/a live holder keeps the round: another actor waits, and takes over only once the claim has lapsed', async () => {
+    const order = await waitingForIssuance();
+    // A live holder (this very process) claimed and has not finished.
+    expect(
+      await orders.claimIssuance(
+        order.id,
+        'PENDING',
+        `${hostname()}:${process.pid}:live/1`,
+        t.clock.nowSeconds(),
+        t.clock.nowSeconds() + ISSUANCE_CLAIM_SECONDS,
+      ),
+    ).toBe(true);
+    expect(await flow().issue(order)).toBe('held');
+    expect(await certificatesOf(order.id)).toEqual([]);
+    t.clock.advance(ISSUANCE_CLAIM_SECONDS + 1);
+    expect(await flow().issue(order)).toBe('done');
+    expect((await certificatesOf(order.id)).filter((x) => x.revoked_at === null)).toHaveLength(1);
+    expect((await orders.byId(order.id))?.majorStatus).toBe('COMPLETE');
+  });
+
+  it('ok/a holder that died after recording its certificate: the next actor takes over at once and delivers that certificate, signing nothing', async () => {
+    const order = await waitingForIssuance();
+    const dead = `${hostname()}:${deadPid()}:gone`;
+    const claim = `${dead}/1`;
+    expect(
+      await orders.claimIssuance(
+        order.id,
+        'PENDING',
+        claim,
+        t.clock.nowSeconds(),
+        t.clock.nowSeconds() + ISSUANCE_CLAIM_SECONDS,
+      ),
+    ).toBe(true);
+    // What the dead holder did before it died: signed under its claim, recorded.
+    const product = t.services.catalog.product('TrustPoint.DV');
+    const signed = await t.services.ca.issue({
+      csr: checkCsr(testCsr().pem),
+      product: {
+        code: product.code,
+        brand: product.brand,
+        type: product.type,
+        validationLevel: product.validationLevel,
+      },
+      dnsNames: ['www.certdesk-test.com', 'certdesk-test.com'],
+      orderId: order.id,
+      customerId: order.customerId,
+      issuanceClaim: claim,
+    });
+    expect(await new OrderCertificatesRepo(db).orphanCertificates(100)).toEqual([]);
+    expect(await flow().issue(order)).toBe('done');
+    expect(await signings(order.id)).toBe(1);
+    expect(await certificatesOf(order.id)).toEqual([
+      expect.objectContaining({ serial: signed.serial, revoked_at: null, delivered_at: expect.any(Number) }),
+    ]);
+  });
+
+  it('fail/a holder that stalled past its claim: its certificate is recorded revoked, it delivers nothing, the CRL lists it at once', async () => {
+    const order = await waitingForIssuance();
+    const stale = `${hostname()}:${process.pid}:stalled/1`;
+    expect(await orders.claimIssuance(order.id, 'PENDING', stale, t.clock.nowSeconds(), t.clock.nowSeconds() + 1)).toBe(
+      true,
+    );
+    t.clock.advance(2);
+    // Another actor takes the lapsed claim over and finishes the round.
+    expect(await flow().issue(order)).toBe('done');
+    // The stalled holder wakes up and signs under the claim it no longer holds.
+    const product = t.services.catalog.product('TrustPoint.DV');
+    const late = t.services.ca.issue({
+      csr: checkCsr(testCsr().pem),
+      product: {
+        code: product.code,
+        brand: product.brand,
+        type: product.type,
+        validationLevel: product.validationLevel,
+      },
+      dnsNames: ['www.certdesk-test.com', 'certdesk-test.com'],
+      orderId: order.id,
+      customerId: order.customerId,
+      issuanceClaim: stale,
+    });
+    await expect(late).rejects.toBeInstanceOf(IssuanceClaimLost);
+    const certs = await certificatesOf(order.id);
+    expect(certs).toHaveLength(2);
+    expect(certs.filter((x) => x.revoked_at === null)).toEqual([
+      expect.objectContaining({ delivered_at: expect.any(Number) }),
+    ]);
+    const discarded = certs.find((x) => x.revoked_at !== null)!;
+    expect(discarded).toMatchObject({ revocation_reason: 4, delivered_at: null });
+    const keyId = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').issuerId;
+    writeFileSync(join(dir, 'crl.der'), (await t.services.ca.crl(keyId))!);
+    const text = spawnSync('openssl', ['crl', '-inform', 'DER', '-in', join(dir, 'crl.der'), '-noout', '-text'], {
+      encoding: 'utf8',
+    }).stdout;
+    expect(text).toContain(`Serial Number: ${discarded.serial}`);
+    expect(await new OrderCertificatesRepo(db).orphanCertificates(100)).toEqual([]);
+  });
+
+  it('fail/an order cancelled while its certificate is being signed: the completion is refused and the certificate revoked', async () => {
+    const order = await waitingForIssuance();
+    const ca = t.services.ca;
+    // Our own seam: the CA signs, and before it answers the customer cancels the order.
+    const cancelling: Pick<Issuer, 'issue' | 'revoke'> = {
+      issue: async (req) => {
+        const issued = await ca.issue(req);
+        const res = await t.call(c.token, { method: 'DELETE', url: `/rest/v1/Order/${order.id}` });
+        expect(res.statusCode, res.body).toBe(200);
+        return issued;
+      },
+      revoke: (serial, reason, options) => ca.revoke(serial, reason, options),
+    };
+    expect(await flow(cancelling).issue(order)).toBe('done');
+    expect((await orders.byId(order.id))?.majorStatus).toBe('CANCELLED');
+    expect(await certificatesOf(order.id)).toEqual([
+      expect.objectContaining({ revocation_reason: 5, delivered_at: null }),
+    ]);
+    expect(await new OrderCertificatesRepo(db).orphanCertificates(100)).toEqual([]);
+  });
+
+  it('ok/the reconciliation finds a certificate no issuance delivered, and revokes it', async () => {
+    const order = await waitingForIssuance();
+    expect(await flow().issue(order)).toBe('done');
+    // A twin, as the double signing of before made them: signed for the order outside any claim.
+    const product = t.services.catalog.product('TrustPoint.DV');
+    const twin = await t.services.ca.issue({
+      csr: checkCsr(testCsr().pem),
+      product: {
+        code: product.code,
+        brand: product.brand,
+        type: product.type,
+        validationLevel: product.validationLevel,
+      },
+      dnsNames: ['www.certdesk-test.com', 'certdesk-test.com'],
+      orderId: order.id,
+      customerId: order.customerId,
+    });
+    const reconciliation = new Reconciliation({
+      orderCertificates: new OrderCertificatesRepo(db),
+      ca: t.services.ca,
+      audit: new AuditRepo(db),
+      clock: t.clock,
+    });
+    expect((await reconciliation.orphans()).map((o) => o.serial)).toEqual([twin.serial]);
+    expect((await reconciliation.revokeOrphans('operator')).map((o) => [o.serial, o.orderId])).toEqual([
+      [twin.serial, order.id],
+    ]);
+    expect(await reconciliation.orphans()).toEqual([]);
+    const certs = await certificatesOf(order.id);
+    expect(certs.filter((x) => x.revoked_at === null)).toEqual([
+      expect.objectContaining({ delivered_at: expect.any(Number) }),
+    ]);
+    expect(certs.find((x) => x.serial === twin.serial)).toMatchObject({ revocation_reason: 4 });
+  });
+});

@@ -44,10 +44,12 @@ function openSqlite(file: string): Db {
   const raw = new Database(file);
   // WAL with synchronous=NORMAL: durable across process crashes, ~75x the commit rate of the
   // default journal and a sync per commit, measured here. busy_timeout lets several processes share one file.
+  // busy_timeout first: switching a fresh file to WAL takes a lock another process starting at the
+  // same moment may hold, and without the timeout that pragma fails at once ("database is locked").
+  raw.pragma('busy_timeout = 5000');
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
-  raw.pragma('busy_timeout = 5000');
   // 64 MiB of page cache (the default is 2 MiB): indexes on random keys (token hashes, DCV values)
   // are written at random pages; with the small cache recording a certificate cost ~3x more.
   raw.pragma('cache_size = -65536');

@@ -11,7 +11,7 @@ import { cpus } from 'node:os';
 import autocannon, { type Instance } from 'autocannon';
 import type { ServerChild } from './children.js';
 import { percentile } from './stats.js';
-import type { RequestSpec } from './targets.js';
+import { bodyOf, type RequestSpec } from './targets.js';
 
 export interface LoadOptions {
   readonly durationSeconds: number;
@@ -145,6 +145,10 @@ async function closedLoop(
     method: spec.method,
     headers: spec.headers,
     ...(spec.body === undefined ? {} : { body: spec.body }),
+    // A new body per request where the target needs one (setupRequest runs before each request).
+    ...(spec.bodies === undefined
+      ? {}
+      : { requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: spec.bodies!() }) }] }),
     connections: options.connections,
     pipelining: 1,
     duration: options.durationSeconds,
@@ -250,7 +254,8 @@ type Outcome = { kind: 'answer'; status: number; at: bigint } | { kind: 'timeout
 
 /** One request with node:http; `at` is when the whole answer was read. */
 function send(port: number, spec: RequestSpec, agent: Agent, timeoutSeconds: number): Promise<Outcome> {
-  const body = spec.body === undefined ? undefined : Buffer.from(spec.body);
+  const text = bodyOf(spec);
+  const body = text === undefined ? undefined : Buffer.from(text);
   const headers = { ...spec.headers, ...(body === undefined ? {} : { 'content-length': String(body.length) }) };
   return new Promise((resolve) => {
     let finished = false;

@@ -11,7 +11,7 @@ export type ServerKind = 'baseline' | 'certdesk';
  *   record of the bench CSR, and one order issued inline; `ordersPg` on a fresh PostgreSQL database;
  * - `orders1m`: also 1,000,000 orders of the bench customer, seeded straight into SQLite.
  */
-export type ServerSetup = 'plain' | 'orders' | 'ordersPg' | 'orders1m';
+export type ServerSetup = 'plain' | 'orders' | 'ordersPg' | 'orders1m' | 'vouchers';
 
 /** Facts a child made during its setup that the requests need (or that the report shows). */
 export interface ChildFixtures {
@@ -31,6 +31,8 @@ export interface ChildFixtures {
     readonly seconds: number;
     readonly dbBytes: number;
   };
+  /** Setup `vouchers`: codes of vouchers for the inline-issuance product, each redeemable once. */
+  readonly voucherCodes?: readonly string[];
   /** Setup `orders1m`: a GET /ModifiedOrders window (spec timestamps) and how many orders it holds. */
   readonly modifiedWindow?: { readonly from: string; readonly to: string; readonly orders: number };
 }

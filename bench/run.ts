@@ -15,7 +15,7 @@ import { summarizeFile } from './profile-summary.js';
 import { formatCaTable, runCaBench } from './ca.js';
 import { DISTURBED_PCT, formatTable, summarizeTarget, writeJson, type TargetSummary } from './report.js';
 import { median, round } from './stats.js';
-import { TARGETS, benchDatabaseUrl, type Fixtures, type RequestSpec, type Target } from './targets.js';
+import { TARGETS, benchDatabaseUrl, bodyOf, type Fixtures, type RequestSpec, type Target } from './targets.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS_FILE = join(BENCH_DIR, 'results.json');
@@ -153,7 +153,7 @@ async function checkOnce(
     // The answer itself, as the load generator sees it: a redirect is not followed.
     redirect: 'manual',
     headers: spec.headers,
-    ...(spec.body === undefined ? {} : { body: spec.body }),
+    ...(bodyOf(spec) === undefined ? {} : { body: bodyOf(spec) }),
   });
   const text = await res.text();
   let body: unknown = text;

@@ -29,7 +29,9 @@ import { ORDER_INLINE_PRODUCT, benchDatabaseUrl, orderInlineBody } from './targe
 
 /** High enough that the limiter never refuses a benchmark request; it still runs on each one. */
 const BENCH_RATE_LIMIT = '100000000';
-const SETUPS: readonly ServerSetup[] = ['plain', 'orders', 'ordersPg', 'orders1m'];
+const SETUPS: readonly ServerSetup[] = ['plain', 'orders', 'ordersPg', 'orders1m', 'vouchers'];
+/** Vouchers the `vouchers` setup makes: more than the redeem target can use in a bench run. */
+const BENCH_VOUCHERS = Number(process.env.BENCH_VOUCHERS ?? 40_000);
 
 interface Running {
   port: number;
@@ -71,7 +73,7 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
       CERTDESK_RATE_LIMIT_ANONYMOUS: BENCH_RATE_LIMIT,
     };
     let dns: TestDnsServer | undefined;
-    if (setup === 'orders' || setup === 'ordersPg') {
+    if (setup === 'orders' || setup === 'ordersPg' || setup === 'vouchers') {
       // A real DNS server on loopback, in this process (its CPU counts as the server's).
       dns = await startDnsServer();
       cleanup.push(() => dns!.close());
@@ -103,6 +105,7 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
       signIn: { username: created.user.username, password: created.password },
     };
     if (dns !== undefined) fixtures.orderId = await orderFixture(app, services, dns, credentials, created.customer.id);
+    if (setup === 'vouchers') fixtures.voucherCodes = await voucherFixture(services, credentials, BENCH_VOUCHERS);
     if (setup === 'orders1m') {
       const csrPem = benchCsr();
       const t0 = performance.now();
@@ -129,6 +132,27 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
     await runCleanup(cleanup).catch(() => undefined);
     throw e;
   }
+}
+
+/** `count` vouchers of the bench customer for the inline-issuance product (free: nothing reserved), made through the RA. */
+async function voucherFixture(
+  services: Services,
+  c: { clientId: string; clientSecret: string },
+  count: number,
+): Promise<string[]> {
+  const token = await services.oauth.token(
+    { grantType: 'client_credentials', clientId: c.clientId, clientSecret: c.clientSecret },
+    null,
+  );
+  const principal = await services.oauth.authenticate(token.access_token);
+  if (principal === undefined) throw new Error('the bench token does not authenticate');
+  const actor = { principal, clientAddress: null };
+  const terms = {
+    OrderParameters: { ProductCode: ORDER_INLINE_PRODUCT.code, ValidityPeriod: ORDER_INLINE_PRODUCT.validityPeriod },
+  };
+  const codes: string[] = [];
+  for (let i = 0; i < count; i++) codes.push((await services.vouchers.create(actor, terms)).code);
+  return codes;
 }
 
 function benchCsr(): string {

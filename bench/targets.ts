@@ -19,6 +19,13 @@ export interface RequestSpec {
   readonly path: string;
   readonly headers: Record<string, string>;
   readonly body?: string;
+  /** A new body for every request (a voucher code is redeemed once): used instead of `body`. */
+  readonly bodies?: () => string;
+}
+
+/** The body of the next request of `spec`. */
+export function bodyOf(spec: RequestSpec): string | undefined {
+  return spec.bodies?.() ?? spec.body;
 }
 
 export interface Target {
@@ -75,6 +82,16 @@ export function orderInlineBody(csrPem: string): string {
   });
 }
 
+/** Which of the child's voucher codes the next redemption uses: each is redeemed once. */
+let nextVoucher = 0;
+
+/** POST /Redeem's body: the inline order's body with the next unused voucher code. */
+function redeemInlineBody(csrPem: string, codes: readonly string[]): string {
+  const code = codes[nextVoucher++];
+  // Past the last code the request is sent without one: it fails, and the run is reported broken.
+  return JSON.stringify({ ...(JSON.parse(orderInlineBody(csrPem)) as object), VoucherCode: code ?? 'none-left' });
+}
+
 /** The rate at which the inline-issuance latency goal holds (the throughput goal). */
 const ORDER_RATE = 300;
 
@@ -91,6 +108,15 @@ function okEnvelope(
   if (b.success !== true) return `success is not true: ${JSON.stringify(body)}`;
   return extra(b);
 }
+
+/** A placed order's answer carrying its certificate (issued inline). */
+const issuedInline = (status: number, body: unknown): string | undefined =>
+  okEnvelope(status, body, (b) => {
+    const cert = (b.Fulfillment as { Certificate?: unknown } | undefined)?.Certificate;
+    return typeof cert === 'string' && cert.startsWith('-----BEGIN CERTIFICATE-----')
+      ? undefined
+      : `no Fulfillment.Certificate: ${JSON.stringify(body).slice(0, 300)}`;
+  });
 
 const bearer = (f: Fixtures) => ({ authorization: `Bearer ${f.token}` });
 
@@ -115,13 +141,7 @@ function orderInlineTarget(
       headers: { ...bearer(f), 'content-type': 'application/json' },
       body: orderInlineBody(f.csrPem),
     }),
-    check: (status, body) =>
-      okEnvelope(status, body, (b) => {
-        const cert = (b.Fulfillment as { Certificate?: unknown } | undefined)?.Certificate;
-        return typeof cert === 'string' && cert.startsWith('-----BEGIN CERTIFICATE-----')
-          ? undefined
-          : `no Fulfillment.Certificate: ${JSON.stringify(body).slice(0, 300)}`;
-      }),
+    check: issuedInline,
   };
 }
 
@@ -274,6 +294,20 @@ export const TARGETS: readonly Target[] = [
     met: (r) => r.medianP99Ms < 100 && r.medianReqPerSec >= 0.97 * ORDER_RATE,
   }),
   orderInlineTarget('orderInlinePg', 'POST /rest/v1/Order inline on PostgreSQL', true, undefined, undefined),
+  {
+    id: 'redeemInline',
+    label: 'POST /rest/v1/Redeem (FreeDV voucher, DNS proof in place: issued inline)',
+    server: 'certdesk',
+    setup: 'vouchers',
+    request: (f) => ({
+      method: 'POST',
+      path: '/rest/v1/Redeem',
+      headers: { 'content-type': 'application/json' },
+      bodies: () => redeemInlineBody(f.csrPem, f.child.voucherCodes ?? []),
+    }),
+    check: issuedInline,
+    goal: { text: `≥ ${ORDER_RATE} req/s`, met: (r) => r.medianReqPerSec >= ORDER_RATE },
+  },
   {
     id: 'getOrder',
     label: 'GET /rest/v1/Order/{id} (a COMPLETE order)',

@@ -33,7 +33,9 @@ export async function accessDoc(): Promise<string> {
   const services = await createServices(loadConfig({}), { db });
   const app = await createWebApp(services, false);
   await app.ready();
-  const rows = app.accessTable.map(({ method, url, access }) => {
+  // The spec's literal `*` segment is a parameter matching only `*` in the router: shown as `*`.
+  const rows = app.accessTable.map(({ method, url: route, access }) => {
+    const url = route.replace(':star(^\\*$)', '*');
     if (access === 'anonymous') return `| ${method} | \`${url}\` | (none: anonymous) | (any) |`;
     const roles = ROLES.filter((r) => roleAllows([r], access)).join(', ');
     return `| ${method} | \`${url}\` | ${acceptedScopes(access).join(' or ')} | ${roles} |`;

@@ -42,6 +42,8 @@ import { Pki } from './ra/issuance/pki.js';
 import { PrincipalCache } from './ra/accounts/principal-cache.js';
 import { Shop } from './ra/catalog/shop.js';
 import { Tools } from './ra/tools/tools.js';
+import { CodeGuessing } from './ra/vouchers/code-guessing.js';
+import { Vouchers } from './ra/vouchers/vouchers.js';
 import {
   migrateToLatest,
   openDatabase,
@@ -85,6 +87,7 @@ export interface Services {
   readonly vetting: Vetting;
   readonly lifecycle: Lifecycle;
   readonly reissues: Reissues;
+  readonly vouchers: Vouchers;
   readonly notifier: Notifier;
   readonly reconciliation: Reconciliation;
   close(): Promise<void>;
@@ -216,6 +219,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
     approvals: emailApprovals,
     transact,
   });
+  const vouchers = new Vouchers({
+    ...repos,
+    placing: orders,
+    reads: orderReads,
+    catalog,
+    guessing: new CodeGuessing({ ...repos, clock }),
+    sealer: secretSealer(kek, 'voucher codes'),
+    clock,
+    transact,
+  });
   const vetting = new Vetting({ ...repos, flow: orderFlow, clock });
   const lifecycle = new Lifecycle({ ...repos, catalog, clock, ca: issuer, notify: notifier, transact });
   const reissues = new Reissues({
@@ -263,6 +276,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     vetting,
     lifecycle,
     reissues,
+    vouchers,
     notifier,
     reconciliation,
     close,
@@ -379,6 +393,7 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       pki: services.pki,
       orders: services.orders,
       orderReads: services.orderReads,
+      vouchers: services.vouchers,
       users: services.users,
       applications: services.applications,
       signIn: services.signIn,

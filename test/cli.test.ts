@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config/index.js';
+import { createServices } from '../src/main.js';
 import { caFixtureDataDir } from './support/ca-fixture.js';
 
 const run = promisify(execFile);
@@ -131,6 +133,68 @@ describe('certdesk CLI', () => {
       (e: { code: number; stderr: string }) => e,
     );
     expect(err).toMatchObject({ code: 1, stderr: expect.stringContaining('no such customer') });
+  });
+
+  it("ok/voucher list shows a customer's vouchers with codes masked unless --codes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cli-'));
+    const created = JSON.parse(
+      (
+        await run(
+          BIN,
+          [
+            'customer',
+            'create',
+            '--name',
+            'Seller',
+            '--email',
+            'ops@seller.example',
+            '--currency',
+            'EUR',
+            '--credit-limit',
+            '500',
+            '--json',
+          ],
+          { env: env(dir) },
+        )
+      ).stdout,
+    );
+    // Two vouchers made through the RA over the same data directory, one of them voided.
+    const services = await createServices(loadConfig({ CERTDESK_DATA_DIR: dir, CERTDESK_DNS_SERVERS: '127.0.0.1:9' }));
+    const principal = await services.oauth.authenticate(
+      (
+        await services.oauth.token(
+          { grantType: 'client_credentials', clientId: created.client_id, clientSecret: created.client_secret },
+          null,
+        )
+      ).access_token,
+    );
+    const actor = { principal: principal!, clientAddress: '192.0.2.1' };
+    const kept = await services.vouchers.create(actor, {
+      OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, PartnerOrderID: 'kept' },
+    });
+    const gone = await services.vouchers.create(actor, {
+      OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 24 },
+    });
+    await services.vouchers.void(actor, gone.code);
+    await services.close();
+
+    const { Vouchers } = JSON.parse(
+      (await run(BIN, ['voucher', 'list', '--customer', '1', '--json'], { env: env(dir) })).stdout,
+    );
+    expect(Vouchers).toHaveLength(2);
+    expect(Vouchers.map((v: { Status: string }) => v.Status)).toEqual(['voided', 'active']);
+    expect(Vouchers[1]).toMatchObject({
+      VoucherCode: `****-****-****-****-****-${kept.code.slice(-4)}`,
+      ProductCode: 'TrustPoint.DV',
+      Price: 49,
+      Currency: 'EUR',
+      PartnerOrderID: 'kept',
+    });
+    const text = (await run(BIN, ['voucher', 'list', '--customer', '1'], { env: env(dir) })).stdout;
+    expect(text).not.toContain(kept.code);
+    const full = (await run(BIN, ['voucher', 'list', '--customer', '1', '--codes'], { env: env(dir) })).stdout;
+    expect(full).toContain(kept.code);
+    expect(full).toContain(gone.code);
   });
 
   it('fail/bad input is one clear line and a non-zero exit', async () => {

@@ -1,9 +1,11 @@
 // Crash under load: `certdesk serve` (API + worker in one process) is SIGKILLed again and again
 // while 16 clients place orders whose DNS proof is in place (so they issue inline, racing their
-// queued jobs). A client whose request dies with the server retries the same request (same
-// PartnerOrderID and body, as DESIGN §5.5 lets it) until it is answered. After the last restart
-// every accepted order must be COMPLETE with exactly one live certificate, the reconciliation
-// must find no certificate its order cannot reach, and the credit used must equal the charges.
+// queued jobs); every fourth order is a voucher redeemed anonymously (POST /Redeem). A client whose
+// request dies with the server retries the same request (same PartnerOrderID and body, as DESIGN
+// §5.5 lets it; the same redemption body) until it is answered. After the last restart every
+// accepted order must be COMPLETE with exactly one live certificate, every voucher redeemed once
+// by the order it answered with, the reconciliation must find no certificate its order cannot
+// reach, and the credit used must equal the charges.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -110,6 +112,7 @@ describe.each(targets())('certdesk serve killed again and again under load, on $
       CERTDESK_PORT: String(port),
       CERTDESK_KV_PORT: '0',
       CERTDESK_RATE_LIMIT: '1000000',
+      CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000',
       CERTDESK_LOG_LEVEL: 'error',
     };
 
@@ -132,6 +135,16 @@ describe.each(targets())('certdesk serve killed again and again under load, on $
         null,
       )
     ).access_token;
+    // Every fourth order comes from a voucher: its price reserved now, charged when redeemed.
+    const principal = (await services.oauth.authenticate(token))!;
+    const voucherCodes = new Map<number, string>();
+    for (let i = 0; i < ORDERS; i += 4) {
+      const made = await services.vouchers.create(
+        { principal, clientAddress: null },
+        { OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, PartnerOrderID: `load-${i}` } },
+      );
+      voucherCodes.set(i, made.code);
+    }
     await services.close();
 
     // Step 2: load from 16 clients; a request that dies with the server is sent again, unchanged.
@@ -166,21 +179,26 @@ describe.each(targets())('certdesk serve killed again and again under load, on $
           await sleep(5);
           continue;
         }
-        const partnerOrderId = `load-${next++}`;
+        const index = next++;
+        const partnerOrderId = `load-${index}`;
+        const code = voucherCodes.get(index);
         const body = JSON.stringify({
           OrderParameters: {
             ProductCode: 'TrustPoint.DV',
             ValidityPeriod: 12,
             CSR: testCsr().pem,
             DVAuthMethod: 'DNS',
-            PartnerOrderID: partnerOrderId,
+            ...(code === undefined ? { PartnerOrderID: partnerOrderId } : {}),
           },
           AdminContact: contact,
           TechContact: contact,
+          ...(code === undefined ? {} : { VoucherCode: code }),
         });
+        const url = `${base}/rest/v1/${code === undefined ? 'Order' : 'Redeem'}`;
+        const headers = code === undefined ? bearer : { 'content-type': 'application/json' };
         for (;;) {
           try {
-            const res = await fetch(`${base}/rest/v1/Order`, { method: 'POST', headers: bearer, body });
+            const res = await fetch(url, { method: 'POST', headers, body });
             if (res.status === 200) {
               accepted.set(partnerOrderId, ((await res.json()) as { ServiceOrderID: number }).ServiceOrderID);
               break;
@@ -242,6 +260,17 @@ describe.each(targets())('certdesk serve killed again and again under load, on $
       .execute();
     expect(orders).toHaveLength(ORDERS);
     expect(new Set(orders.map((o) => o.id))).toEqual(new Set(ids));
+    expect(new Set(orders.map((o) => o.partner_order_id))).toEqual(new Set(accepted.keys()));
+    // Each voucher redeemed once, by the order its redeemer was answered with.
+    const vouchers = await db.kysely
+      .selectFrom('vouchers')
+      .select(['status', 'order_id', 'partner_order_id'])
+      .execute();
+    expect(vouchers).toHaveLength(voucherCodes.size);
+    for (const v of vouchers) {
+      expect(v.status).toBe('redeemed');
+      expect(Number(v.order_id)).toBe(accepted.get(v.partner_order_id));
+    }
     const books = await accountingOf(db, customerId);
     expect(books.liveCertificatesPerOrder.filter((n) => n !== 1)).toEqual([]);
     expect(books.orphans).toEqual([]);

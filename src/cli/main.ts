@@ -17,6 +17,7 @@ import { addKvCommands } from './kv-commands.js';
 import { addMailCommands } from './mail-commands.js';
 import { addOrphansCommand } from './orphans-command.js';
 import { addVettingCommands } from './vetting-commands.js';
+import { addVoucherCommands } from './voucher-commands.js';
 
 /** The composition root, loaded on first use. */
 const composition = () => import('../main.js');
@@ -281,6 +282,10 @@ export function buildCli(): Command {
   addVettingCommands(program, async () => {
     const services = await openServices();
     return { vetting: services.vetting, close: () => services.close() };
+  });
+  addVoucherCommands(program, async () => {
+    const services = await openServices();
+    return { vouchers: services.vouchers, close: () => services.close() };
   });
   addMailCommands(program, async () => {
     const services = await openServices();

@@ -18,3 +18,5 @@ export const orderId = (n: number) => n as OrderId;
 export const orderNameId = (n: number) => n as OrderNameId;
 export const certificateId = (n: number) => n as CertificateId;
 export const jobId = (n: number) => n as JobId;
+export type VoucherId = Brand<number, 'VoucherId'>;
+export const voucherId = (n: number) => n as VoucherId;

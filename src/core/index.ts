@@ -16,3 +16,4 @@ export * from './order.js';
 export * from './orders.js';
 export * from './holders.js';
 export * from './urls.js';
+export * from './voucher.js';

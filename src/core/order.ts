@@ -1,4 +1,4 @@
-import type { ProductType, SignatureHashAlgorithm, ValidationLevel } from './catalog.js';
+import type { Product, ProductType, SignatureHashAlgorithm, ValidationLevel } from './catalog.js';
 import type { CertificateId, CustomerId, OrderId, OrderNameId } from './ids.js';
 import type { Money } from './money.js';
 import type { BillingStatus, MajorStatus, MinorStatus, NameDcvStatus, OrderDcvMethod } from './orders.js';
@@ -85,6 +85,8 @@ export interface Order {
   readonly customerId: CustomerId;
   readonly partnerOrderId: string;
   readonly productCode: string;
+  /** The product as it was sold (null for orders placed before it was kept): the catalog may have dropped or changed it since. */
+  readonly soldProduct: Product | null;
   readonly productType: ProductType;
   readonly caBrand: string;
   readonly validationLevel: ValidationLevel | null;

@@ -23,6 +23,7 @@ import {
   type MinorStatus,
   type NameDcvStatus,
   type OrganizationInfo,
+  type Product,
   type SignatureHashAlgorithm,
   type VettedData,
 } from '../core/index.js';
@@ -41,6 +42,7 @@ export type NewOrder = Pick<
   | 'customerId'
   | 'partnerOrderId'
   | 'productCode'
+  | 'soldProduct'
   | 'productType'
   | 'caBrand'
   | 'validationLevel'
@@ -119,6 +121,7 @@ export function toOrder(row: OrderRow): Order {
     customerId: customerId(row.customer_id),
     partnerOrderId: row.partner_order_id,
     productCode: row.product_code,
+    soldProduct: row.product_json === null ? null : (JSON.parse(row.product_json) as Product),
     productType: oneOf(PRODUCT_TYPES, row.product_type, 'product_type', id),
     caBrand: row.ca_brand,
     validationLevel:
@@ -168,6 +171,7 @@ export function newOrderRow(o: NewOrder): Omit<Insertable<OrdersTable>, 'id'> {
     partner_order_id: o.partnerOrderId,
     request_hash: o.requestHash,
     product_code: o.productCode,
+    product_json: o.soldProduct === null ? null : JSON.stringify(o.soldProduct),
     product_type: o.productType,
     ca_brand: o.caBrand,
     validation_level: o.validationLevel,

@@ -18,6 +18,7 @@ describe.each(testDialects())('OrdersRepo on $dialect', ({ open }) => {
     partnerOrderId: `p-${++seq}`,
     requestHash: 'h',
     productCode: 'TrustPoint.OV',
+    soldProduct: null,
     productType: 'SSL',
     caBrand: 'TrustPoint',
     validationLevel: 'OV',

@@ -16,6 +16,7 @@ import { TokensRepo } from './tokens-repo.js';
 import { SignInFailuresRepo } from './sign-in-failures-repo.js';
 import { TwoFactorRepo } from './two-factor-repo.js';
 import { UsersRepo } from './users-repo.js';
+import { VouchersRepo } from './vouchers-repo.js';
 import { WebSessionsRepo } from './web-sessions-repo.js';
 
 /** One repository per aggregate, all on the same database or the same transaction. */
@@ -38,6 +39,7 @@ export interface Repositories {
   readonly webSessions: WebSessionsRepo;
   readonly twoFactor: TwoFactorRepo;
   readonly signInFailures: SignInFailuresRepo;
+  readonly vouchers: VouchersRepo;
 }
 
 /** Every repository over `db` (the database, or a transaction's view of it). Cheap: plain objects. */
@@ -61,6 +63,7 @@ export function repositories(db: Db): Repositories {
     webSessions: new WebSessionsRepo(db),
     twoFactor: new TwoFactorRepo(db),
     signInFailures: new SignInFailuresRepo(db),
+    vouchers: new VouchersRepo(db),
   };
 }
 

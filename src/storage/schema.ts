@@ -86,6 +86,8 @@ export interface OrdersTable {
   /** SHA-256 of the canonical request, so a retried POST can be told from a different one. */
   request_hash: string;
   product_code: string;
+  /** The product as sold (JSON of core `Product`); null for orders placed before 0016. */
+  product_json: string | null;
   product_type: string;
   ca_brand: string;
   validation_level: string | null;
@@ -277,6 +279,7 @@ export interface DB {
   oauth_codes: OauthCodesTable;
   recovery_codes: RecoveryCodesTable;
   sign_in_failures: SignInFailuresTable;
+  vouchers: VouchersTable;
 }
 
 export interface KvKeysTable {
@@ -364,4 +367,34 @@ export interface MailOutboxTable {
   error: string | null;
   created_at: number;
   sent_at: number | null;
+}
+
+export type VoucherStatus = 'active' | 'redeemed' | 'voided';
+
+export interface VouchersTable {
+  id: Generated<number>;
+  customer_id: number;
+  /** SHA-256 (hex) of the normalized code: how a code is looked up. */
+  code_hash: string;
+  /** The code sealed (AES-256-GCM) for its owner's listings. */
+  code_sealed: string;
+  partner_order_id: string;
+  product_code: string;
+  /** The product as sold (JSON of core `Product`): redemption honours it whatever the catalog says now. */
+  product: string;
+  server_count: number;
+  /** Non-wildcard SAN hosts paid for. */
+  san_count: number;
+  validity_period: number;
+  /** The reserved price, in minor units of `currency`. */
+  price_minor: number;
+  currency: string;
+  status: VoucherStatus;
+  created_at: number;
+  /** The audit name of who created it (`user:<id>` or `app:<client id>`). */
+  created_by: string;
+  voided_at: number | null;
+  redeemed_at: number | null;
+  /** The order the redemption created. */
+  order_id: number | null;
 }

@@ -48,3 +48,19 @@ export async function ocspStatus(
   );
   return `${r.stdout}${r.stderr}`;
 }
+
+/** `openssl verify` of a delivered certificate and intermediate against the TrustPoint RSA root: its output ("…: OK"). */
+export function verifyDelivered(
+  ca: Pick<BuiltinCa, 'chain'>,
+  o: { certificate: string; intermediate: string },
+): string {
+  writeFileSync(join(dir, 'v-leaf.pem'), o.certificate);
+  writeFileSync(join(dir, 'v-int.pem'), o.intermediate);
+  writeFileSync(join(dir, 'v-root.pem'), ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root);
+  const r = spawnSync(
+    'openssl',
+    ['verify', '-CAfile', join(dir, 'v-root.pem'), '-untrusted', join(dir, 'v-int.pem'), join(dir, 'v-leaf.pem')],
+    { encoding: 'utf8' },
+  );
+  return `${r.stdout}${r.stderr}`;
+}

@@ -53,6 +53,14 @@ export class CatalogService {
     return product;
   }
 
+  /**
+   * The product an order was sold under: as kept with the order, else (orders from before that was
+   * kept) the catalog's. Throws like `product()` only for an old order whose product left the catalog.
+   */
+  productOf(order: { readonly productCode: string; readonly soldProduct: Product | null }): Product {
+    return order.soldProduct ?? this.product(order.productCode);
+  }
+
   /** Every CA brand, in catalog order. */
   brands(): CaBrand[] {
     return [...this.#brands.values()];
@@ -98,12 +106,19 @@ export class CatalogService {
    * Throws like `product()`, and a plain Error for an unsupported currency.
    */
   prices(code: string, currency: string): ProductPrice {
-    const product = this.product(code);
+    return this.pricesOf(this.product(code), currency);
+  }
+
+  /**
+   * The prices of `product` in `currency`, whether or not the catalog still lists it (a voucher's
+   * product as it was sold). Throws a plain Error for an unsupported currency.
+   */
+  pricesOf(product: Product, currency: string): ProductPrice {
     if (this.catalog.exchangeRates[currency] === undefined) throw new Error(`currency ${currency} is not supported by the catalog`);
     const listed = product.prices[currency];
     if (listed !== undefined) return listed;
     const eur = product.prices['EUR'];
-    if (eur === undefined) throw new Error(`product ${code} has no EUR price`);
+    if (eur === undefined) throw new Error(`product ${product.code} has no EUR price`);
     return Object.fromEntries(
       Object.entries(eur).map(([key, minor]: [string, number]) => [key, this.convertFromEur(minor, currency)]),
     ) as unknown as ProductPrice;

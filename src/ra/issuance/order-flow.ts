@@ -283,7 +283,7 @@ export class OrderFlow {
       // A lookup that could not be answered is retried by the worker; a record that forbids fails the order.
       if (caa?.transient !== undefined) throw new Error(caa.transient);
       if (caa?.forbidden !== undefined) return this.fail(order, 'WF_ISSUANCE', 'CAA_FORBIDDEN', caa.forbidden);
-      const product = this.deps.catalog.product(order.productCode);
+      const product = this.deps.catalog.productOf(order);
       let issued: IssuedCertificate;
       try {
         issued = await this.deps.ca.issue({
@@ -325,7 +325,7 @@ export class OrderFlow {
           ? {
               first: {
                 issuedAt: now,
-                termEnd: termEnd(order, now, this.deps.catalog.product(order.productCode).validity.unit),
+                termEnd: termEnd(order, now, this.deps.catalog.productOf(order).validity.unit),
               },
             }
           : {};

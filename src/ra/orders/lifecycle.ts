@@ -220,7 +220,7 @@ export class Lifecycle {
     const current = certs[0]!.serial === serial;
     let refunded = false;
     if (current && (order.majorStatus === 'COMPLETE' || order.majorStatus === 'REISSUE')) {
-      const product = this.deps.catalog.product(order.productCode);
+      const product = this.deps.catalog.productOf(order);
       refunded = order.issuedAt !== null && now - order.issuedAt <= product.refundPeriodDays * DAY;
       await this.deps.transact(async (tx) => {
         if (!(await tx.orders.markRevoked(order.id, order.majorStatus, refunded, now))) {

@@ -14,6 +14,7 @@ import {
   type OrganizationInfo,
   type Product,
   type SignatureHashAlgorithm,
+  type VoucherTerms,
 } from '../../core/index.js';
 import { checkCsr, type CheckedCsr } from '../../ca/index.js';
 import { DEFAULT_BLOCKED_NAMES, parseCsr, type CsrInfo } from '../../validation/index.js';
@@ -22,8 +23,9 @@ import { assignApprovers } from './domain-approvers.js';
 import { checkContacts, type ContactsInput } from './order-contacts.js';
 import { fileValidationProblem, orderNames } from './order-names.js';
 import { quotePrice } from '../catalog/pricing.js';
+import { randomString } from '../accounts/secrets.js';
 
-// The one rule set of an order (spec §4.9, §4.16): placing one, reissuing one and, next,
+// The one rule set of an order (spec §4.9, §4.16, §4.29): placing one, reissuing one and
 // redeeming a voucher run these checks. Pure: every fault is reported at once and nothing is
 // decided about storage.
 
@@ -45,6 +47,33 @@ export const text = (v: unknown): string | undefined =>
   typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
 const flag = (v: unknown): boolean => parseBoolish(v) === true;
 
+/** Whether a PartnerOrderID is well formed (spec 2.8: the caller's own reference). */
+export function partnerOrderIdProblem(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') return 'PartnerOrderID is a string.';
+  const given = value.trim();
+  if (given !== '' && !/^[\x21-\x7e]{1,64}$/.test(given))
+    return 'PartnerOrderID is 1 to 64 printable ASCII characters without spaces.';
+  return undefined;
+}
+
+/** The PartnerOrderID given to an order or voucher that came without one. */
+export function newPartnerOrderId(): string {
+  return `cd-${randomString('abcdefghijklmnopqrstuvwxyz0123456789', 20)}`;
+}
+
+/** How an order is checked beside its body. */
+export interface OrderCheckOptions {
+  /** The account's own contact, for the contacts a free automated DV order leaves out. */
+  readonly accountContact?: Contact;
+  /**
+   * A voucher being redeemed: its product (as sold, even if the catalog dropped it) is the only one
+   * allowed, names, servers and validity stay within what it paid for, extras it did not pay for
+   * are refused, and the price is the one it reserved.
+   */
+  readonly voucher?: VoucherTerms;
+}
+
 /**
  * The rules of every way an order is made, over the catalog and the block list (the built-in
  * reserved names and the operator's, merged once here). Each check throws one error carrying
@@ -62,11 +91,13 @@ export class OrderRules {
   }
 
   /**
-   * Every rule of spec §4.9 for POST /Order, priced in `currency` by the /Quote function.
-   * `accountContact`: the account's own contact, for the contacts a free automated DV order leaves
-   * out (its clients send none); other products require both contacts.
+   * Every rule of spec §4.9 for POST /Order (and §4.29 for POST /Redeem, with `options.voucher`),
+   * priced in `currency` by the /Quote function. `options.accountContact`: the account's own
+   * contact, for the contacts a free automated DV order leaves out (its clients send none); other
+   * products require both contacts.
    */
-  checkOrder(input: OrderInput, currency: string, accountContact?: Contact): CheckedOrder {
+  checkOrder(input: OrderInput, currency: string, options: OrderCheckOptions = {}): CheckedOrder {
+    const { accountContact, voucher } = options;
     const faults: FieldFault[] = [];
     const bad: Bad = (field, message, kind = 'invalidInput') => faults.push({ kind, field, message });
     const p = input.OrderParameters;
@@ -79,7 +110,12 @@ export class OrderRules {
     const code = text(p.ProductCode);
     let product: Product | undefined;
     if (code === undefined) bad('ProductCode', 'ProductCode is required.');
-    else {
+    else if (voucher !== undefined) {
+      // Spec §3.2: the voucher's product and no other; checked further as it was sold.
+      product = voucher.product;
+      if (code !== voucher.product.code)
+        bad('ProductCode', `The voucher is for ${voucher.product.code}; ProductCode must be that.`);
+    } else {
       try {
         product = this.catalog.product(code);
       } catch {
@@ -88,7 +124,8 @@ export class OrderRules {
     }
     if (product !== undefined && product.type !== 'SSL')
       bad('ProductCode', `${product.code} is a ${product.type} product: POST /Order takes TLS (SSL) products.`);
-    const brand = product === undefined ? undefined : this.catalog.brand(product.brand);
+    const brand = product === undefined ? undefined : this.brandOf(product, bad);
+    if (brand === undefined) product = undefined;
     const level = product?.validationLevel ?? 'DV';
 
     // The CSR, then the names: its common name first, then SubjectAltNames (array or comma string).
@@ -102,18 +139,30 @@ export class OrderRules {
     const wildcardSans = sanHosts.filter((n) => n.startsWith('*.')).length;
 
     // Price: the /Quote function checks ValidityPeriod, ServerCount, SANs and extras.
+    // A voucher's own terms stand in for what its redeemer leaves out.
     const validityPeriod =
-      typeof p.ValidityPeriod === 'number' ? p.ValidityPeriod : Number(text(p.ValidityPeriod) ?? NaN);
+      typeof p.ValidityPeriod === 'number'
+        ? p.ValidityPeriod
+        : Number(text(p.ValidityPeriod) ?? voucher?.validityPeriod ?? NaN);
     if (!Number.isFinite(validityPeriod))
       bad('ValidityPeriod', 'ValidityPeriod is required: months (12 or 24), or days on the free automated DV product.');
     const serverCountRaw =
-      p.ServerCount === undefined || p.ServerCount === null || p.ServerCount === '' ? 0 : Number(p.ServerCount);
+      p.ServerCount === undefined || p.ServerCount === null || p.ServerCount === ''
+        ? (voucher?.serverCount ?? 0)
+        : Number(p.ServerCount);
     let priceMinor = 0;
     let serverCount = 1;
     if (product !== undefined && Number.isFinite(validityPeriod)) {
       try {
         const quote = quotePrice(
-          this.catalog,
+          voucher === undefined
+            ? this.catalog
+            : {
+                product: () => voucher.product,
+                brand: (id) => this.catalog.brand(id),
+                prices: (_code, cur) => this.catalog.pricesOf(voucher.product, cur),
+                extra: (kind, cur) => this.catalog.extra(kind, cur),
+              },
           {
             productCode: product.code,
             validityPeriod,
@@ -132,6 +181,16 @@ export class OrderRules {
         if (e.faults.length > 0) faults.push(...e.faults);
         else bad(e.field ?? 'ProductCode', e.message, e.kind);
       }
+    }
+    if (voucher !== undefined) {
+      withinVoucher(
+        voucher,
+        { validityPeriod, serverCount, sanHosts: sanHosts.length - wildcardSans, wildcardSans },
+        bad,
+      );
+      if (flag(p.InstallationService)) bad('InstallationService', 'The voucher does not pay for InstallationService.');
+      if (flag(p.ExpediteIssuance)) bad('ExpediteIssuance', 'The voucher does not pay for ExpediteIssuance.');
+      priceMinor = voucher.price.minor;
     }
 
     // IsRenewal, IsCompetitiveUpgrade, IsUpsell (spec 2.8).
@@ -160,11 +219,9 @@ export class OrderRules {
         );
     }
 
-    const partnerOrderId = text(p.PartnerOrderID);
-    if (partnerOrderId !== undefined && !/^[\x21-\x7e]{1,64}$/.test(partnerOrderId))
-      bad('PartnerOrderID', 'PartnerOrderID is 1 to 64 printable ASCII characters without spaces.');
-    if (p.PartnerOrderID !== undefined && p.PartnerOrderID !== null && typeof p.PartnerOrderID !== 'string')
-      bad('PartnerOrderID', 'PartnerOrderID is a string.');
+    // A voucher's order takes the voucher's PartnerOrderID: the redeemer's own, if any, is not used.
+    const partnerProblem = voucher === undefined ? partnerOrderIdProblem(p.PartnerOrderID) : undefined;
+    if (partnerProblem !== undefined) bad('PartnerOrderID', partnerProblem);
 
     // Contacts and organization.
     const contacts =
@@ -189,6 +246,7 @@ export class OrderRules {
       method: method!,
       approvers,
       priceMinor,
+      currency: voucher?.price.currency ?? currency,
       serverCount,
       validityPeriod,
       signatureHashAlgorithm: sha!,
@@ -227,7 +285,7 @@ export class OrderRules {
     const faults: FieldFault[] = [];
     const bad: Bad = (field, message, kind = 'invalidInput') => faults.push({ kind, field, message });
     const p = input.OrderParameters ?? {};
-    const product = this.catalog.product(order.productCode);
+    const product = this.catalog.productOf(order);
     const brand = this.catalog.brand(product.brand);
 
     // The CSR: a new one, or the original (mass replacement).
@@ -274,6 +332,37 @@ export class OrderRules {
     if (faults.length > 0) throw CertdeskError.ofFaults(faults);
     return { brand, csr: csr!, csrPem, names, sanHosts, method: method!, approvers, signatureHashAlgorithm: sha! };
   }
+
+  /** The product's CA brand; a fault when the catalog no longer has it (a voucher's product from an older catalog). */
+  private brandOf(product: Product, bad: Bad): CaBrand | undefined {
+    try {
+      return this.catalog.brand(product.brand);
+    } catch {
+      bad('ProductCode', `${product.code} is no longer issued: its CA (${product.brand}) has left the catalog.`);
+      return undefined;
+    }
+  }
+}
+
+/** What a redemption asks for beside what its voucher paid (spec §2.13): never more. */
+function withinVoucher(
+  voucher: VoucherTerms,
+  asked: { validityPeriod: number; serverCount: number; sanHosts: number; wildcardSans: number },
+  bad: Bad,
+): void {
+  if (Number.isFinite(asked.validityPeriod) && asked.validityPeriod > voucher.validityPeriod)
+    bad(
+      'ValidityPeriod',
+      `The voucher pays for a ValidityPeriod of ${voucher.validityPeriod}, not ${asked.validityPeriod}.`,
+    );
+  if (asked.serverCount > voucher.serverCount)
+    bad('ServerCount', `The voucher pays for ${voucher.serverCount} server(s), not ${asked.serverCount}.`);
+  if (asked.sanHosts > voucher.subjectAltNameCount)
+    bad(
+      'SubjectAltNames',
+      `The voucher pays for ${voucher.subjectAltNameCount} SAN host(s); the order asks for ${asked.sanHosts}.`,
+    );
+  if (asked.wildcardSans > 0) bad('SubjectAltNames', 'The voucher pays for no wildcard SANs.');
 }
 
 export interface CheckedOrder {
@@ -288,6 +377,8 @@ export interface CheckedOrder {
   readonly method: OrderDcvMethod;
   readonly approvers: Map<string, string>;
   readonly priceMinor: number;
+  /** The currency of `priceMinor`: the account's. */
+  readonly currency: string;
   readonly serverCount: number;
   readonly validityPeriod: number;
   readonly signatureHashAlgorithm: SignatureHashAlgorithm;

@@ -14,6 +14,7 @@ import {
   type OrderName,
   type OrderParameters,
   type Principal,
+  type Voucher,
 } from '../../core/index.js';
 import type {
   AuditRepo,
@@ -25,6 +26,7 @@ import type {
   OrderNamesRepo,
   OrdersRepo,
   UsersRepo,
+  VouchersRepo,
 } from '../../storage/index.js';
 import { isUniqueViolation } from '../../storage/index.js';
 import type { CatalogService } from '../catalog/catalog.js';
@@ -34,8 +36,7 @@ import type { OrderFlow } from '../issuance/order-flow.js';
 import { actorName, type Actor } from '../accounts/actor.js';
 import { contactLeftOut } from './order-contacts.js';
 import type { OrderCertificate, OrderReads } from './order-reads.js';
-import { OrderRules, text, type CheckedOrder, type OrderInput } from './order-rules.js';
-import { randomString } from '../accounts/secrets.js';
+import { OrderRules, newPartnerOrderId, text, type CheckedOrder, type OrderInput } from './order-rules.js';
 
 export type { AddressInput, ContactInput, OrderInput } from './order-rules.js';
 export type { Actor } from '../accounts/actor.js';
@@ -64,6 +65,7 @@ export interface OrderRepos {
   readonly orderNames: Pick<OrderNamesRepo, 'insertNames' | 'names'>;
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly jobs: Pick<JobsRepo, 'enqueueInTransaction'>;
+  readonly vouchers: Pick<VouchersRepo, 'markRedeemed' | 'partnerOrderIdTaken'>;
 }
 
 export interface OrdersDeps extends OrderRepos {
@@ -101,7 +103,7 @@ export class Orders {
   async placeOrder(actor: Actor, input: OrderInput): Promise<PlacedOrder> {
     const { principal } = actor;
     const customerId = principal.customerId;
-    const checked = await this.check(principal, input);
+    const checked = await this.check(customerId, input, principal.account.currency);
     const p = input.OrderParameters ?? {};
 
     // Idempotency (DESIGN §5.5): the same PartnerOrderID and body return the original order.
@@ -110,9 +112,79 @@ export class Orders {
     if (given !== undefined) {
       const existing = await this.deps.orders.byPartnerOrderId(customerId, given);
       if (existing !== undefined) return this.replay(customerId, existing, requestHash, checked);
+      if (await this.deps.vouchers.partnerOrderIdTaken(customerId, given)) throw partnerOrderIdOfVoucher();
     }
-    const partnerOrderId = given ?? `cd-${randomString('abcdefghijklmnopqrstuvwxyz0123456789', 20)}`;
+    try {
+      return await this.place(checked, {
+        customerId,
+        partnerOrderId: given ?? newPartnerOrderId(),
+        requestHash,
+        actor: actorName(principal),
+        clientAddress: actor.clientAddress,
+        pay: async (tx) => {
+          // A free order reserves nothing (and does not lock the customer row).
+          if (checked.priceMinor > 0 && !(await tx.orders.reserveCredit(customerId, checked.priceMinor)))
+            throw creditExceeded(money(checked.priceMinor, principal.account.currency));
+        },
+      });
+    } catch (e) {
+      // Two identical retries raced: the loser finds the winner's order (its reservation rolled back).
+      if (given !== undefined && isUniqueViolation(e)) {
+        const existing = await this.deps.orders.byPartnerOrderId(customerId, given);
+        if (existing !== undefined) return this.replay(customerId, existing, requestHash, checked);
+      }
+      throw e;
+    }
+  }
 
+  /**
+   * POST /Redeem (spec §4.29): the order of `input` placed for the voucher's owner by the one rule
+   * set, within what the voucher paid for and at its reserved price. The voucher turns redeemed in
+   * the order's own transaction, by a guarded update, and its reservation becomes the order's
+   * charge (no second reservation): of concurrent redemptions one stores an order, the others roll
+   * back and get `lostRedemption`. A refused redemption changes nothing.
+   */
+  async redeem(voucher: Voucher, input: OrderInput, clientAddress: string | null): Promise<PlacedOrder> {
+    const checked = await this.check(voucher.customerId, input, voucher.price.currency, voucher);
+    return this.place(checked, {
+      customerId: voucher.customerId,
+      partnerOrderId: voucher.partnerOrderId,
+      requestHash: redemptionHashOf(input),
+      actor: `voucher:${voucher.id}`,
+      clientAddress,
+      pay: async (tx, orderId, at) => {
+        if (!(await tx.vouchers.markRedeemed(voucher.id, orderId, at))) throw lostRedemption();
+        await tx.audit.append({
+          at,
+          customerId: voucher.customerId,
+          actor: `voucher:${voucher.id}`,
+          clientAddress,
+          action: 'voucher.redeemed',
+          subject: String(voucher.id),
+          details: { orderId, priceMinor: voucher.price.minor, partnerOrderId: voucher.partnerOrderId },
+        });
+      },
+    });
+  }
+
+  /**
+   * A redemption answered again: a retry of the body that redeemed `voucher` gets its `order` as
+   * placed (DCV details of its method), with the certificate once issued.
+   */
+  async redeemedAgain(voucher: Voucher, order: Order, input: OrderInput): Promise<PlacedOrder> {
+    const checked = await this.check(voucher.customerId, input, voucher.price.currency, voucher);
+    const dcv = await dcvExpectations(this.deps, voucher.customerId, checked.brand, checked.csr, checked.names);
+    const view = (await this.deps.reads.views([order], true))[0]!;
+    return { ...view, replayed: true, ...this.details(checked.method, dcv) };
+  }
+
+  /**
+   * Stores a checked order and, when its proof is already in place, issues it inline. `how.pay`
+   * runs in the order's transaction, after the order row exists: it reserves credit or redeems a
+   * voucher, and throws to refuse the order (nothing is stored).
+   */
+  private async place(checked: CheckedOrder, how: Placement): Promise<PlacedOrder> {
+    const { customerId, partnerOrderId, requestHash } = how;
     const now = this.deps.clock.nowSeconds();
     const dcv = await dcvExpectations(this.deps, customerId, checked.brand, checked.csr, checked.names);
     const method = checked.method;
@@ -140,12 +212,13 @@ export class Orders {
         );
       }
     }
-    const price = money(checked.priceMinor, principal.account.currency);
+    const price = money(checked.priceMinor, checked.currency);
     const order: NewOrder = {
       customerId,
       partnerOrderId,
       requestHash,
       productCode: checked.product.code,
+      soldProduct: checked.product,
       productType: checked.product.type,
       caBrand: checked.brand.id,
       validationLevel: checked.product.validationLevel,
@@ -173,46 +246,33 @@ export class Orders {
       ...(inline ? { validatedAt: now, lastCheckedAt: now } : {}),
     }));
 
-    let id: OrderId;
-    try {
-      id = await this.deps.transact(async (tx) => {
-        // A free order reserves nothing (and does not lock the customer row).
-        if (checked.priceMinor > 0 && !(await tx.orders.reserveCredit(customerId, checked.priceMinor))) {
-          throw creditExceeded(price);
-        }
-        const orderId = await tx.orders.insertOrder(order);
-        await tx.orderNames.insertNames(orderId, names);
-        await tx.orders.insertLedger(customerId, orderId, 'charge', checked.priceMinor, now);
-        // The first DCV check is queued with the order: an accepted order always has its job.
-        await tx.jobs.enqueueInTransaction(
-          { name: 'order.validate', payload: { orderId }, uniqueKey: `order:${orderId}`, runAt: now },
-          now,
-        );
-        await tx.audit.append({
-          at: now,
-          customerId,
-          actor: actorName(principal),
-          clientAddress: actor.clientAddress,
-          action: 'order.placed',
-          subject: String(orderId),
-          details: {
-            product: checked.product.code,
-            names: checked.names,
-            method,
-            priceMinor: checked.priceMinor,
-            partnerOrderId,
-          },
-        });
-        return orderId;
+    const id = await this.deps.transact(async (tx) => {
+      const orderId = await tx.orders.insertOrder(order);
+      await how.pay(tx, orderId, now);
+      await tx.orderNames.insertNames(orderId, names);
+      await tx.orders.insertLedger(customerId, orderId, 'charge', checked.priceMinor, now);
+      // The first DCV check is queued with the order: an accepted order always has its job.
+      await tx.jobs.enqueueInTransaction(
+        { name: 'order.validate', payload: { orderId }, uniqueKey: `order:${orderId}`, runAt: now },
+        now,
+      );
+      await tx.audit.append({
+        at: now,
+        customerId,
+        actor: how.actor,
+        clientAddress: how.clientAddress,
+        action: 'order.placed',
+        subject: String(orderId),
+        details: {
+          product: checked.product.code,
+          names: checked.names,
+          method,
+          priceMinor: checked.priceMinor,
+          partnerOrderId,
+        },
       });
-    } catch (e) {
-      // Two identical retries raced: the loser finds the winner's order (its reservation rolled back).
-      if (given !== undefined && isUniqueViolation(e)) {
-        const existing = await this.deps.orders.byPartnerOrderId(customerId, given);
-        if (existing !== undefined) return this.replay(customerId, existing, requestHash, checked);
-      }
-      throw e;
-    }
+      return orderId;
+    });
     let placed = (await this.deps.orders.get(customerId, id))!;
     // After the commit: a mail is never sent for an order that was not stored (a lost one is re-sent by POST /ApproverEmail).
     if (method === 'EMAIL') await this.deps.approvals.sendForNewOrder(id);
@@ -242,12 +302,14 @@ export class Orders {
    */
   async testOrder(principal: Principal, input: OrderInput): Promise<TestedOrder> {
     const customerId = principal.customerId;
-    const checked = await this.check(principal, input);
+    const checked = await this.check(customerId, input, principal.account.currency);
     const p = input.OrderParameters ?? {};
     const given = text(p.PartnerOrderID);
     if (given !== undefined) {
       const existing = await this.deps.orders.byPartnerOrderId(customerId, given);
       if (existing !== undefined && existing.requestHash !== requestHashOf(input)) throw partnerOrderIdReused();
+      if (existing === undefined && (await this.deps.vouchers.partnerOrderIdTaken(customerId, given)))
+        throw partnerOrderIdOfVoucher();
     }
     const caa = await this.deps.flow.caaProblem(checked.brand.id, checked.names);
     if (caa?.forbidden !== undefined)
@@ -269,11 +331,22 @@ export class Orders {
     };
   }
 
-  /** The order rules over `input`, with the account's own contact for a free automated order that leaves its contacts out. */
-  private async check(principal: Principal, input: OrderInput): Promise<CheckedOrder> {
+  /**
+   * The order rules over `input` for the account `customerId` (or the voucher it redeems), with the
+   * account's own contact for a free automated order that leaves its contacts out.
+   */
+  private async check(
+    customerId: CustomerId,
+    input: OrderInput,
+    currency: string,
+    voucher?: Voucher,
+  ): Promise<CheckedOrder> {
     const leftOut = contactLeftOut(input.AdminContact) || contactLeftOut(input.TechContact);
-    const own = leftOut ? await this.accountContact(principal.customerId) : undefined;
-    return this.rules.checkOrder(input, principal.account.currency, own);
+    const accountContact = leftOut ? await this.accountContact(customerId) : undefined;
+    return this.rules.checkOrder(input, currency, {
+      ...(accountContact === undefined ? {} : { accountContact }),
+      ...(voucher === undefined ? {} : { voucher }),
+    });
   }
 
   /**
@@ -326,6 +399,40 @@ export class Orders {
 function requestHashOf(input: OrderInput): string {
   return createHash('sha256').update(canonicalJson(input)).digest('hex');
 }
+
+/** A redemption's body without its code (the voucher names that): a retry of the redemption hashes alike. */
+export function redemptionHashOf(input: OrderInput & { VoucherCode?: unknown }): string {
+  const { VoucherCode: _code, ...order } = input;
+  return requestHashOf(order);
+}
+
+/** How `place` stores an order: for whom, under which reference, and how it is paid for. */
+interface Placement {
+  readonly customerId: CustomerId;
+  readonly partnerOrderId: string;
+  readonly requestHash: string;
+  /** The audit log's name of who placed it. */
+  readonly actor: string;
+  readonly clientAddress: string | null;
+  /** Pays in the order's transaction (credit reserved, or a voucher redeemed); throws to refuse the order. */
+  readonly pay: (tx: OrderRepos, orderId: OrderId, at: number) => Promise<void>;
+}
+
+/** A concurrent redemption (or a void) took the voucher first: this one stored nothing. */
+export class LostRedemption extends Error {
+  constructor() {
+    super('the voucher was redeemed or voided meanwhile');
+    this.name = 'LostRedemption';
+  }
+}
+const lostRedemption = () => new LostRedemption();
+
+const partnerOrderIdOfVoucher = () =>
+  new CertdeskError(
+    'conflict',
+    'PartnerOrderID belongs to a voucher of the account (its redemption becomes that order): use another PartnerOrderID.',
+    { field: 'PartnerOrderID' },
+  );
 
 const partnerOrderIdReused = () =>
   new CertdeskError(

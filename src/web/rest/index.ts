@@ -10,6 +10,7 @@ import type { Users } from '../../ra/accounts/users.js';
 import type { Applications } from '../../ra/accounts/applications.js';
 import type { Shop } from '../../ra/catalog/shop.js';
 import type { Tools } from '../../ra/tools/tools.js';
+import type { Vouchers } from '../../ra/vouchers/vouchers.js';
 import type { App } from '../types.js';
 import { registerApproverEmail } from './approver-email.js';
 import { registerDcv } from './dcv.js';
@@ -22,6 +23,7 @@ import { registerQuote } from './quote.js';
 import { registerTools } from './tools.js';
 import { registerUsers } from './users.js';
 import { registerApplications } from './applications.js';
+import { registerVouchers } from './vouchers.js';
 import { Failure } from './schemas.js';
 
 export interface RestDeps {
@@ -36,6 +38,7 @@ export interface RestDeps {
   readonly emailApprovals: EmailApprovals;
   readonly lifecycle: Lifecycle;
   readonly reissues: Reissues;
+  readonly vouchers: Vouchers;
   /** The service's clock, for times a route stamps itself (a refused order's Timestamp); the system's when not given. */
   readonly clock?: Clock;
 }
@@ -54,4 +57,5 @@ export function registerRest(app: App, deps: RestDeps): void {
   registerLifecycle(app, deps);
   registerUsers(app, deps);
   registerApplications(app, deps);
+  registerVouchers(app, deps);
 }

@@ -127,7 +127,7 @@ export const OrderBody = Type.Object(
 );
 
 /** OrderParameters as an order echoes them (spec 4.9 response). */
-const OrderParametersOut = Type.Object(
+export const OrderParametersOut = Type.Object(
   {
     ProductCode: Type.String(),
     PartnerOrderID: Type.String(),
@@ -163,7 +163,7 @@ const OrderParametersOut = Type.Object(
 );
 
 /** Spec 2.10 Fulfillment, with the certificate's validity bounds (DESIGN §5.7). */
-const Fulfillment = Type.Object(
+export const Fulfillment = Type.Object(
   {
     Certificate: Type.String(),
     Intermediate: Type.String(),

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import {
   CertdeskError,
   ORDER_BY_VALUES,
@@ -35,13 +35,7 @@ const write = { access: { area: 'orders', write: true } } as const;
  * stamps the Timestamp of a refused order (the service's clock; the system's when not given).
  */
 export function registerOrders(app: App, deps: { orders: Orders; orderReads: OrderReads; clock?: Clock }): void {
-  const clock = deps.clock ?? systemClock;
-  // Every failure of POST /Order leaves through the app's error handler; on its way out it gains
-  // the two members spec §4.9 gives a refused order.
-  const refusedOrder = async (_request: FastifyRequest, _reply: FastifyReply, payload: unknown) =>
-    typeof payload === 'object' && payload !== null && (payload as { success?: unknown }).success === false
-      ? { ...payload, ...orderIds(0), Timestamp: formatTimestamp(clock.nowSeconds()) }
-      : payload;
+  const refusedOrder = refusedOrderHook(deps.clock ?? systemClock);
 
   // POST /Order and POST /TestOrder take the same body and answer in the same shape.
   const orderRoute = (summary: string, description: string) => ({
@@ -51,12 +45,7 @@ export function registerOrders(app: App, deps: { orders: Orders; orderReads: Ord
       security: bearer,
       description,
       body: OrderBody,
-      response: Object.fromEntries(
-        Object.entries(responses(PlacedOrder)).map(([status, schema]) => [
-          status,
-          status === '200' ? schema : OrderFailure,
-        ]),
-      ),
+      response: placingResponses(responses(PlacedOrder)),
     },
     config: write,
     preSerialization: refusedOrder,
@@ -248,8 +237,27 @@ export function registerOrders(app: App, deps: { orders: Orders; orderReads: Ord
   );
 }
 
+/**
+ * The hook of a route that places an order (POST /Order, /TestOrder, /Redeem): every failure
+ * leaves through the app's error handler, and on its way out gains the two members spec §4.9 gives
+ * a refused order. `clock` stamps its Timestamp.
+ */
+export function refusedOrderHook(clock: Clock) {
+  return async (_request: FastifyRequest, _reply: FastifyReply, payload: unknown) =>
+    typeof payload === 'object' && payload !== null && (payload as { success?: unknown }).success === false
+      ? { ...payload, ...orderIds(0), Timestamp: formatTimestamp(clock.nowSeconds()) }
+      : payload;
+}
+
+/** The response map of a route that places an order: its 200 body, and the refused order's shape for every failure. */
+export function placingResponses(map: Record<string, TSchema>): Record<string, TSchema> {
+  return Object.fromEntries(
+    Object.entries(map).map(([status, schema]) => [status, status === '200' ? schema : OrderFailure]),
+  );
+}
+
 /** POST /Order's answer (spec §4.9): the order id, OrderParameters with the DCV details of the method, Fulfillment when issued. */
-function orderAnswer(
+export function orderAnswer(
   id: number,
   at: number,
   parameters: OrderParameters,

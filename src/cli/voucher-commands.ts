@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { amountOf } from '../core/index.js';
 import type { Vouchers } from '../ra/vouchers/vouchers.js';
+import { maskedCode } from '../ra/vouchers/voucher-codes.js';
 import { parseCustomer } from './args.js';
 import { iso, print } from './print.js';
 
@@ -30,7 +31,7 @@ export function addVoucherCommands(program: Command, open: OpenVouchers): void {
       const customerId = parseCustomer(o.customer);
       const list = await withVouchers((v) => v.listForOperator(customerId));
       const shown = list.map(({ voucher: v, code }) => ({
-        VoucherCode: o.codes === true ? code : `****-****-****-****-****-${code.slice(-4)}`,
+        VoucherCode: o.codes === true ? code : maskedCode(code),
         Status: v.status,
         CreationDate: iso(v.createdAt),
         CreatedBy: v.createdBy,

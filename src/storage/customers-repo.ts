@@ -75,11 +75,12 @@ export class CustomersRepo {
   }
 
   /**
-   * Serialises changes to the customer's users (the last-ADMIN rule) in the calling transaction:
-   * a guarded write on the customer row, so a concurrent transaction on the same customer waits
+   * Serialises changes of one customer that must see each other (the last-ADMIN rule of its users;
+   * a PartnerOrderID taken by an order or a voucher) in the calling transaction: a write on the
+   * customer row, so a concurrent transaction on the same customer waits
    * (a row lock on PostgreSQL, the write lock on SQLite). False when there is no such customer.
    */
-  async lockForUserChange(id: CustomerId, now: number): Promise<boolean> {
+  async lock(id: CustomerId, now: number): Promise<boolean> {
     const res = await this.db.kysely
       .updateTable('customers')
       .set({ updated_at: now })

@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { VoucherStatus } from '../core/index.js';
 
 // Row types of every table, as Kysely sees them. Times are whole UTC seconds, money integer
 // minor units, booleans 0/1, lists and nested request data JSON text. Migrations create these.
@@ -368,8 +369,6 @@ export interface MailOutboxTable {
   created_at: number;
   sent_at: number | null;
 }
-
-export type VoucherStatus = 'active' | 'redeemed' | 'voided';
 
 export interface VouchersTable {
   id: Generated<number>;

@@ -50,6 +50,49 @@ export class SignInFailuresRepo {
     return failures;
   }
 
+  /**
+   * Counts an attempt of `key` unless `key` is blocked, in one guarded UPDATE, so that attempts made
+   * at once cannot all slip past the block before any of them is counted. The n-th attempt blocks
+   * the key for `schedule[n - 1]` seconds (`beyond` past the schedule's end; 0: not blocked).
+   * Attempts older than `forgetAfter` seconds start the count afresh. False (nothing counted)
+   * while blocked. Undo an attempt that turned out to be no failure with `forgive`.
+   */
+  async admit(
+    key: string,
+    now: number,
+    forgetAfter: number,
+    schedule: readonly number[],
+    beyond: number,
+  ): Promise<boolean> {
+    await this.db.kysely
+      .insertInto('sign_in_failures')
+      .values({ key, failures: 0, blocked_until: 0, updated_at: now })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+    const n = sql<number>`(CASE WHEN updated_at < ${now - forgetAfter} THEN 1 ELSE failures + 1 END)`;
+    const wait = sql<number>`(CASE ${n} ${sql.join(
+      schedule.map((s, i) => sql`WHEN ${i + 1} THEN ${s}`),
+      sql` `,
+    )} ELSE ${beyond} END)`;
+    const row = await this.db.kysely
+      .updateTable('sign_in_failures')
+      .set({ failures: n, blocked_until: sql`${now} + ${wait}`, updated_at: now })
+      .where('key', '=', key)
+      .where('blocked_until', '<=', now)
+      .returning('failures')
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Takes back one attempt counted by `admit` (it was no failure). */
+  async forgive(key: string): Promise<void> {
+    await this.db.kysely
+      .updateTable('sign_in_failures')
+      .set({ failures: sql`CASE WHEN failures > 0 THEN failures - 1 ELSE 0 END` })
+      .where('key', '=', key)
+      .execute();
+  }
+
   /** Forgets the failures of `key` (its account signed in). */
   async reset(key: string): Promise<void> {
     await this.db.kysely.deleteFrom('sign_in_failures').where('key', '=', key).execute();

@@ -112,6 +112,17 @@ export class VouchersRepo {
     return (await query.orderBy('id', 'desc').execute()).map(stored);
   }
 
+  /** The customer's voucher with this PartnerOrderID. */
+  async byPartnerOrderId(customerId: CustomerId, partnerOrderId: string): Promise<StoredVoucher | undefined> {
+    const row = await this.db.kysely
+      .selectFrom('vouchers')
+      .selectAll()
+      .where('customer_id', '=', customerId)
+      .where('partner_order_id', '=', partnerOrderId)
+      .executeTakeFirst();
+    return row === undefined ? undefined : stored(row);
+  }
+
   async partnerOrderIdTaken(customerId: CustomerId, partnerOrderId: string): Promise<boolean> {
     const row = await this.db.kysely
       .selectFrom('vouchers')

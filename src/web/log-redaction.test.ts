@@ -26,6 +26,16 @@ describe('redactUrl', () => {
     ['ok/a certdesk secret as a bare parameter', `/x?${secret}&a=1`, '/x?[redacted]&a=1'],
     ['ok/the approval token in the path', '/dcv/approve/cda_abcdefghijklmnopqrstu?x=1', '/dcv/approve/[redacted]?x=1'],
     ['ok/the approval path however it is encoded', '/dcv/%61pprove/notAPrefixedToken', '/dcv/approve/[redacted]'],
+    ['ok/a voucher code of the owner', '/rest/v1/Voucher/7KQM-XD4R-AAAA-BBBB-CCCC-DDDD', '/rest/v1/Voucher/[redacted]'],
+    [
+      'ok/a voucher code, anonymous',
+      '/rest/v1/Voucher/*/7KQM-XD4R-AAAA-BBBB-CCCC-DDDD/',
+      '/rest/v1/Voucher/*/[redacted]/',
+    ],
+    ['ok/a voucher code, encoded star', '/rest/v1/Voucher/%2A/7kqmxd4r?x=1', '/rest/v1/Voucher/*/[redacted]?x=1'],
+    ['ok/the order of a voucher code', '/rest/v1/Order/*/7KQM-XD4R-AAAA', '/rest/v1/Order/*/[redacted]'],
+    ['ok/the voucher list and orders by id stay readable', '/rest/v1/Vouchers', '/rest/v1/Vouchers'],
+    ['ok/an order id stays readable', '/rest/v1/Order/42', '/rest/v1/Order/42'],
     ['ok/a certdesk secret in any path', `/rest/v1/${secret}/x`, '/rest/v1/[redacted]/x'],
     ['ok/broken percent-encoding does not throw', '/a%zz?b%zz=1&token=%zz', '/a%zz?b%zz=1&token=[redacted]'],
   ])('%s', (_name, url, expected) => {

@@ -28,6 +28,9 @@ const OWN_SECRETS = new RegExp(OWN_SECRET.source, 'g');
 /** The EMAIL approval page's capability URL: the path segment after it is the credential. */
 const APPROVAL_PATH = /(\/dcv\/approve\/)[^/]*/gi;
 
+/** A voucher code in a path (`/Voucher/<code>`, `/Voucher/*\/<code>`, `/Order/*\/<code>`): whoever holds it can redeem it. */
+const VOUCHER_PATH = /(\/Voucher\/(?:\*\/)?|\/Order\/\*\/)[^/]+/gi;
+
 /** True when a query parameter of this name carries a secret (see SECRET_PARAM). */
 export function isSecretParam(name: string): boolean {
   return SECRET_PARAM.test(name);
@@ -59,7 +62,7 @@ function safeDecode(text: string): string {
 
 /**
  * `url` (path and query, as in a request line) fit for a log: the approval token in
- * `/dcv/approve/<token>` and the value of every secret-named query parameter become
+ * `/dcv/approve/<token>`, voucher codes in paths and the value of every secret-named query parameter become
  * `[redacted]`, and so does anything shaped like a certdesk secret. Parts with nothing to
  * redact keep their original encoding. Never throws.
  */
@@ -68,7 +71,10 @@ export function redactUrl(url: string): string {
   const path = q === -1 ? url : url.slice(0, q);
   // Decoded first: the router matches `/dcv/%61pprove/…` as the approval route too.
   const decoded = safeDecode(path);
-  const scrubbed = decoded.replace(APPROVAL_PATH, `$1${REDACTED}`).replace(OWN_SECRETS, REDACTED);
+  const scrubbed = decoded
+    .replace(APPROVAL_PATH, `$1${REDACTED}`)
+    .replace(VOUCHER_PATH, `$1${REDACTED}`)
+    .replace(OWN_SECRETS, REDACTED);
   const safePath = scrubbed === decoded ? path : scrubbed;
   if (q === -1) return safePath;
   const pairs = url

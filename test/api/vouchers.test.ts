@@ -187,6 +187,17 @@ describe.each(testDialects())('vouchers on $dialect', (dialect) => {
       expect(await used(a)).toBeCloseTo(before + 49, 2);
     });
 
+    it('ok/a voucher and an order racing for one PartnerOrderID: exactly one gets it (ten rounds)', async () => {
+      for (let round = 0; round < 10; round++) {
+        const partnerOrderId = `race-${round}-${Math.random().toString(36).slice(2, 8)}`;
+        const [voucher, order] = await Promise.all([
+          call(a.token, 'POST', '/Voucher', terms({ PartnerOrderID: partnerOrderId })),
+          call(a.token, 'POST', '/Order', dnsOrderBody({ PartnerOrderID: partnerOrderId })),
+        ]);
+        expect([voucher.statusCode, order.statusCode].sort(), `${voucher.body} ${order.body}`).toEqual([200, 409]);
+      }
+    });
+
     it('fail/an unknown product, a product that is no TLS certificate, a bad term or too little credit: a clear error, nothing reserved', async () => {
       const before = await used(a);
       const count = (await call(a.token, 'GET', '/Vouchers')).json().Vouchers.length;
@@ -241,7 +252,12 @@ describe.each(testDialects())('vouchers on $dialect', (dialect) => {
       expect((await call(vouchers, 'POST', '/Voucher', terms())).statusCode).toBe(200);
       expect((await call(vouchers, 'GET', '/Vouchers')).statusCode).toBe(200);
       const readonly = await memberToken(a, ['READONLY']);
-      expect((await call(readonly, 'GET', '/Vouchers')).statusCode).toBe(200);
+      const listed = await call(readonly, 'GET', '/Vouchers');
+      expect(listed.statusCode).toBe(200);
+      // A reader who may not make or void vouchers sees no code it could redeem.
+      for (const v of listed.json().Vouchers as { VoucherCode: string }[])
+        expect(v.VoucherCode).toMatch(/^\*{4}-\*{4}-\*{4}-\*{4}-\*{4}-[2-9A-Z]{4}$/);
+      expect((await call(vouchers, 'GET', '/Vouchers')).json().Vouchers[0].VoucherCode).toMatch(CODE);
       expect((await call(readonly, 'POST', '/Voucher', terms())).statusCode).toBe(403);
       expect((await call(undefined, 'POST', '/Voucher', terms())).statusCode).toBe(401);
     });
@@ -449,6 +465,28 @@ describe.each(testDialects())('vouchers on $dialect', (dialect) => {
     });
   });
 
+  describe('guessing codes at once', () => {
+    it('ok/thirty unknown codes sent at once from one address: ten are looked up, the rest wait', async () => {
+      const ip = '203.0.113.91';
+      const results = await Promise.all(
+        Array.from({ length: 30 }, () =>
+          call(undefined, 'GET', '/Voucher/*/ABCD-EFGH-JKMN-PQRS-TVWX-YZ23', undefined, ip),
+        ),
+      );
+      expect(results.filter((r) => r.statusCode === 404)).toHaveLength(10);
+      expect(results.filter((r) => r.statusCode === 429)).toHaveLength(20);
+    });
+
+    it('ok/a redeemer looking at its own redeemed code again and again is not taken for a guesser', async () => {
+      const ip = '203.0.113.92';
+      const code = await make(a);
+      expect((await redeem(code, {}, ip)).statusCode).toBe(200);
+      for (let i = 0; i < 15; i++)
+        expect((await call(undefined, 'GET', `/Voucher/*/${code}`, undefined, ip)).statusCode).toBe(404);
+      expect((await call(undefined, 'GET', `/Order/*/${code}`, undefined, ip)).statusCode).toBe(200);
+    });
+  });
+
   describe('POST /Redeem (no token)', () => {
     it("ok/creates the voucher owner's order, charged once at the reserved price, issued inline; openssl verifies it", async () => {
       const before = await used(a);
@@ -577,11 +615,16 @@ describe.each(testDialects())('vouchers on $dialect', (dialect) => {
         const res = await call(undefined, 'POST', '/Redeem', body, newAddress());
         expect(res.statusCode, res.body).toBe(417);
         expect(res.json()).toMatchObject({ ErrorId: -3202, ErrorField: 'failed_dns' });
-      } finally {
+        // The refusal says what to publish: the redeemer needs nothing from the seller.
+        const record = /Publish: (\S+)\. 3600 IN TXT "([^"]+)"/.exec(res.json().Message as string);
+        expect(record, res.json().Message).not.toBeNull();
+        ctx.dns.set(record![1]!, [{ type: 'TXT', data: record![2]! }]);
+      } catch (e) {
         const value = (
           await call(a.token, 'POST', '/DNSData', { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' })
         ).json().DNSAuthDetails.DNSValue;
         ctx.dns.set('certdesk-test.com', [{ type: 'TXT', data: value }]);
+        throw e;
       }
       const ok = await call(undefined, 'POST', '/Redeem', body, newAddress());
       expect(ok.statusCode, ok.body).toBe(200);

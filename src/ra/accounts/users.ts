@@ -46,7 +46,7 @@ export interface UserInput {
 /** The repositories a change of users writes through, in one transaction. */
 export interface UserRepos {
   readonly users: UsersRepo;
-  readonly customers: Pick<CustomersRepo, 'byId' | 'lockForUserChange'>;
+  readonly customers: Pick<CustomersRepo, 'byId' | 'lock'>;
   readonly tokens: Pick<TokensRepo, 'revokeAllOfUser'>;
   readonly webSessions: Pick<WebSessionsRepo, 'revokeAllOfUser'>;
   readonly applications: Pick<ApplicationsRepo, 'revokeAllOfUser'>;
@@ -154,7 +154,7 @@ export class Users {
 
     const now = this.deps.clock.nowSeconds();
     const updated = await this.deps.transact(async (repos) => {
-      await repos.customers.lockForUserChange(customerId, now);
+      await repos.customers.lock(customerId, now);
       const after = await repos.users.update(customerId, user.id, changes, now);
       if (after === undefined) throw notFound(usernameOrId);
       if (isActiveAdmin(user) && !isActiveAdmin(after) && !(await hasActiveAdmin(repos.users, customerId)))
@@ -196,7 +196,7 @@ export class Users {
     const user = await this.find(actor.principal, usernameOrId);
     const now = this.deps.clock.nowSeconds();
     await this.deps.transact(async (repos) => {
-      await repos.customers.lockForUserChange(customerId, now);
+      await repos.customers.lock(customerId, now);
       if (!(await repos.users.markDeleted(customerId, user.id, now))) throw notFound(usernameOrId);
       if (isActiveAdmin(user) && !(await hasActiveAdmin(repos.users, customerId)))
         throw new CertdeskError('conflict', LAST_ADMIN, { field: 'UsernameOrId' });

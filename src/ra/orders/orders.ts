@@ -66,6 +66,7 @@ export interface OrderRepos {
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly jobs: Pick<JobsRepo, 'enqueueInTransaction'>;
   readonly vouchers: Pick<VouchersRepo, 'markRedeemed' | 'partnerOrderIdTaken'>;
+  readonly customers: Pick<CustomersRepo, 'lock'>;
 }
 
 export interface OrdersDeps extends OrderRepos {
@@ -78,7 +79,7 @@ export interface OrdersDeps extends OrderRepos {
   readonly catalog: CatalogService;
   readonly dcvValues: Pick<DcvValuesRepo, 'getOrCreate' | 'live'>;
   /** The account's credit and own contact data (the free automated product's default contacts). */
-  readonly customers: Pick<CustomersRepo, 'byId'>;
+  readonly customers: Pick<CustomersRepo, 'byId' | 'lock'>;
   readonly users: Pick<UsersRepo, 'listByCustomer'>;
   readonly clock: Clock;
   readonly blockedNames: readonly string[];
@@ -122,6 +123,12 @@ export class Orders {
         actor: actorName(principal),
         clientAddress: actor.clientAddress,
         pay: async (tx) => {
+          // A PartnerOrderID of the caller's is checked against the vouchers under the customer's
+          // lock, which voucher creation takes too: one of the two sees the other.
+          if (given !== undefined) {
+            await tx.customers.lock(customerId, this.deps.clock.nowSeconds());
+            if (await tx.vouchers.partnerOrderIdTaken(customerId, given)) throw partnerOrderIdOfVoucher();
+          }
           // A free order reserves nothing (and does not lock the customer row).
           if (checked.priceMinor > 0 && !(await tx.orders.reserveCredit(customerId, checked.priceMinor)))
             throw creditExceeded(money(checked.priceMinor, principal.account.currency));
@@ -207,7 +214,12 @@ export class Orders {
       if (failed.length > 0 && checked.product.validity.unit === 'days') {
         throw new CertdeskError(
           'dcvFailed',
-          `The ${method === 'DNS' ? 'DNS record' : 'file'} was not found or is wrong: ${failed.join('; ')}`,
+          // What to publish, so that a caller without POST /DNSData or /FileData (a voucher's redeemer) can.
+          `The ${method === 'DNS' ? 'DNS record' : 'file'} was not found or is wrong: ${failed.join('; ')}. ${
+            method === 'DNS'
+              ? `Publish: ${dcv.dns.Example}`
+              : `Serve ${dcv.file.FilePath}${dcv.file.FileName} containing ${JSON.stringify(dcv.file.FileContents)}`
+          }`,
           { field: method === 'DNS' ? 'failed_dns' : 'failed_file' },
         );
       }

@@ -2,12 +2,14 @@ import { isIPv6 } from 'node:net';
 import { CertdeskError, type Clock } from '../../core/index.js';
 import type { SignInFailuresRepo } from '../../storage/index.js';
 
-// Guessing voucher codes (DESIGN §5.8): every anonymous lookup of a code that is not a live voucher
-// counts against the client's address (an IPv6 address by its /64, which one host usually holds
-// whole). After FREE failures each further one blocks the address for twice as long, up to
-// MAX_DELAY; failures are forgotten an hour after the last. The counters live in the database
-// beside the sign-in failures (`v:` keys), so every process counts them together. Numbers in
-// docs/vouchers.md.
+// Guessing voucher codes (DESIGN §5.8): every anonymous lookup counts against the client's address
+// (an IPv6 address by its /64, which one host usually holds whole) before the code is looked up,
+// and is taken back when the code exists (live, redeemed or voided: a real code is no guess).
+// After FREE_FAILURES each further one blocks the address for twice as long, up to MAX_DELAY;
+// the count is forgotten an hour after the last. Counting before looking, in one guarded update,
+// means requests sent at once cannot all pass before any is counted. The counters live in the
+// database beside the sign-in failures (`v:` keys), so every process counts them together.
+// Numbers in docs/vouchers.md.
 
 /** Failed lookups per address before any delay: a person mistyping a code a few times. */
 export const FREE_FAILURES = 10;
@@ -16,31 +18,30 @@ export const MAX_DELAY = 900;
 /** Failures are forgotten this long after the last (seconds). */
 export const FORGET_AFTER = 3600;
 
-const delay = (failures: number) =>
-  failures < FREE_FAILURES ? 0 : Math.min(2 ** (failures - FREE_FAILURES), MAX_DELAY);
+/** The block after the n-th failure (index n - 1): none before the FREE_FAILURES-th, then 1, 2, 4 … s. */
+const SCHEDULE: readonly number[] = Array.from({ length: FREE_FAILURES + 10 }, (_, i) =>
+  i + 1 < FREE_FAILURES ? 0 : Math.min(2 ** (i + 1 - FREE_FAILURES), MAX_DELAY),
+);
 
 export class CodeGuessing {
   constructor(private readonly deps: { readonly signInFailures: SignInFailuresRepo; readonly clock: Clock }) {}
 
-  /** Throws `rateLimited` (429 with Retry-After) while `address` is blocked. */
-  async check(address: string | null): Promise<void> {
+  /** Counts a lookup from `address`; throws `rateLimited` (429 with Retry-After) while it is blocked. */
+  async admit(address: string | null): Promise<void> {
     if (address === null) return;
+    const key = keyOf(address);
     const now = this.deps.clock.nowSeconds();
-    const until = await this.deps.signInFailures.blockedUntil([keyOf(address)], now);
-    if (until > now)
-      throw Object.assign(
-        new CertdeskError(
-          'rateLimited',
-          `Too many unknown voucher codes from this address: retry in ${until - now} s.`,
-        ),
-        { retryAfter: until - now },
-      );
+    if (await this.deps.signInFailures.admit(key, now, FORGET_AFTER, SCHEDULE, MAX_DELAY)) return;
+    const wait = Math.max(1, (await this.deps.signInFailures.blockedUntil([key], now)) - now);
+    throw Object.assign(
+      new CertdeskError('rateLimited', `Too many unknown voucher codes from this address: retry in ${wait} s.`),
+      { retryAfter: wait },
+    );
   }
 
-  /** Counts a lookup of a code that is not a live voucher. */
-  async failed(address: string | null): Promise<void> {
-    if (address === null) return;
-    await this.deps.signInFailures.recordFailure(keyOf(address), this.deps.clock.nowSeconds(), FORGET_AFTER, delay);
+  /** The code looked up exists: its lookup was no guess. */
+  async found(address: string | null): Promise<void> {
+    if (address !== null) await this.deps.signInFailures.forgive(keyOf(address));
   }
 }
 

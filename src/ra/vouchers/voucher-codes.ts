@@ -33,6 +33,11 @@ export function voucherCodeHash(canonical: string): string {
   return hashSecret(`voucher:${canonical}`);
 }
 
+/** A code as shown to someone who may not redeem it: only its last group. */
+export function maskedCode(code: string): string {
+  return `****-****-****-****-****-${code.slice(-GROUP)}`;
+}
+
 function group(bare: string): string {
   return bare.match(new RegExp(`.{1,${GROUP}}`, 'g'))!.join('-');
 }

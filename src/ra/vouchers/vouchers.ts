@@ -12,6 +12,7 @@ import type { SecretSealer } from '../../ca/index.js';
 import {
   isUniqueViolation,
   type AuditRepo,
+  type CustomersRepo,
   type OrdersRepo,
   type StoredVoucher,
   type VouchersRepo,
@@ -57,17 +58,18 @@ export interface OwnedVoucher {
 /** The repositories a voucher change writes through, in one transaction. */
 export interface VoucherRepos {
   readonly vouchers: Pick<VouchersRepo, 'insert' | 'markVoided'>;
-  readonly orders: Pick<OrdersRepo, 'reserveCredit' | 'releaseCredit'>;
+  readonly orders: Pick<OrdersRepo, 'reserveCredit' | 'releaseCredit' | 'byPartnerOrderId'>;
+  readonly customers: Pick<CustomersRepo, 'lock'>;
   readonly audit: Pick<AuditRepo, 'append'>;
 }
 
 export interface VouchersDeps {
-  readonly vouchers: Pick<VouchersRepo, 'byCodeHash' | 'list' | 'partnerOrderIdTaken'>;
+  readonly vouchers: Pick<VouchersRepo, 'byCodeHash' | 'list' | 'byPartnerOrderId'>;
   readonly orders: Pick<OrdersRepo, 'byPartnerOrderId' | 'get'>;
   readonly placing: Pick<Orders, 'redeem' | 'redeemedAgain'>;
   readonly reads: Pick<OrderReads, 'views'>;
   readonly catalog: CatalogService;
-  readonly guessing: Pick<CodeGuessing, 'check' | 'failed'>;
+  readonly guessing: Pick<CodeGuessing, 'admit' | 'found'>;
   /** Seals codes for their owner's listings (the database holds only their hash and the sealed form). */
   readonly sealer: SecretSealer;
   readonly clock: Clock;
@@ -107,6 +109,12 @@ export class Vouchers {
     const now = this.deps.clock.nowSeconds();
     try {
       await this.deps.transact(async (tx) => {
+        // A PartnerOrderID of the caller's is checked against the orders under the customer's lock,
+        // which POST /Order takes too: one of the two sees the other.
+        if (given !== undefined) {
+          await tx.customers.lock(customerId, now);
+          if ((await tx.orders.byPartnerOrderId(customerId, given)) !== undefined) throw partnerOrderIdTaken();
+        }
         if (terms.price.minor > 0 && !(await tx.orders.reserveCredit(customerId, terms.price.minor)))
           throw new CertdeskError(
             'creditLimitExceeded',
@@ -199,7 +207,9 @@ export class Vouchers {
 
   /** GET /Voucher/*\/{code} (spec §4.33): what an active voucher pays for, nothing about whose it is. */
   async terms(codeText: string, clientAddress: string | null): Promise<VoucherTerms> {
-    return (await this.live(codeText, clientAddress)).voucher;
+    const found = await this.anonymousLookUp(codeText, clientAddress);
+    if (found?.voucher.status !== 'active') throw invalidVoucher();
+    return found.voucher;
   }
 
   /**
@@ -209,10 +219,9 @@ export class Vouchers {
    * redeemable.
    */
   async redeem(input: RedeemInput, clientAddress: string | null): Promise<PlacedOrder> {
-    await this.deps.guessing.check(clientAddress);
     if (input.VoucherCode === undefined || input.VoucherCode === null || input.VoucherCode === '')
       throw new CertdeskError('invalidInput', 'VoucherCode is required.', { field: 'VoucherCode' });
-    const found = await this.lookUp(input.VoucherCode);
+    const found = await this.anonymousLookUp(input.VoucherCode, clientAddress);
     if (found?.voucher.status === 'active') {
       try {
         return await this.deps.placing.redeem(found.voucher, input, clientAddress);
@@ -233,19 +242,13 @@ export class Vouchers {
     }
     const replay = found === undefined ? undefined : await this.replayRedemption(found.voucher, input);
     if (replay !== undefined) return replay;
-    await this.deps.guessing.failed(clientAddress);
     throw invalidVoucher();
   }
 
   /** GET /Order/*\/{code} (spec §4.34): the order a voucher's redemption created, with its certificate once issued. */
   async redeemedOrder(codeText: string, clientAddress: string | null): Promise<OrderView> {
-    await this.deps.guessing.check(clientAddress);
-    const found = await this.lookUp(codeText);
-    const voucher = found?.voucher;
-    if (voucher === undefined || voucher.status === 'voided') {
-      await this.deps.guessing.failed(clientAddress);
-      throw invalidVoucher();
-    }
+    const voucher = (await this.anonymousLookUp(codeText, clientAddress))?.voucher;
+    if (voucher === undefined || voucher.status === 'voided') throw invalidVoucher();
     // A live code that is not redeemed yet is no guess: it has no order to show.
     if (voucher.status === 'active' || voucher.orderId === null)
       throw new CertdeskError('invalidVoucher', 'The voucher has not been redeemed yet: POST /Redeem first.', {
@@ -261,14 +264,14 @@ export class Vouchers {
     return (await this.deps.vouchers.list(customerId, true)).map((s) => this.owned(s));
   }
 
-  /** The active voucher of a code, after the guessing check; anything else counts as a guess and is invalid. */
-  private async live(codeText: unknown, clientAddress: string | null): Promise<StoredVoucher> {
-    await this.deps.guessing.check(clientAddress);
+  /**
+   * The voucher of a code an anonymous caller sent, counted as a guess of its address first (429
+   * while the address is blocked) and forgiven when the code exists, whatever its state.
+   */
+  private async anonymousLookUp(codeText: unknown, clientAddress: string | null): Promise<StoredVoucher | undefined> {
+    await this.deps.guessing.admit(clientAddress);
     const found = await this.lookUp(codeText);
-    if (found?.voucher.status !== 'active') {
-      await this.deps.guessing.failed(clientAddress);
-      throw invalidVoucher();
-    }
+    if (found !== undefined) await this.deps.guessing.found(clientAddress);
     return found;
   }
 
@@ -300,11 +303,9 @@ export class Vouchers {
     partnerOrderId: string,
     terms: VoucherTerms,
   ): Promise<OwnedVoucher | undefined> {
-    if (!(await this.deps.vouchers.partnerOrderIdTaken(customerId, partnerOrderId))) return undefined;
-    const mine = (await this.deps.vouchers.list(customerId, true)).find(
-      (s) => s.voucher.partnerOrderId === partnerOrderId,
-    );
-    const v = mine?.voucher;
+    const mine = await this.deps.vouchers.byPartnerOrderId(customerId, partnerOrderId);
+    if (mine === undefined) return undefined;
+    const v = mine.voucher;
     const same =
       v !== undefined &&
       v.status === 'active' &&
@@ -313,7 +314,7 @@ export class Vouchers {
       v.subjectAltNameCount === terms.subjectAltNameCount &&
       v.validityPeriod === terms.validityPeriod;
     if (!same) throw partnerOrderIdTaken();
-    return this.owned(mine!);
+    return this.owned(mine);
   }
 
   /** The terms of POST /Voucher, checked and priced by the /Quote function (all faults at once). */

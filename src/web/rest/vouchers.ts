@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { amountOf, formatTimestamp, systemClock, type Clock } from '../../core/index.js';
+import { amountOf, formatTimestamp, roleAllows, scopeAllows, systemClock, type Clock } from '../../core/index.js';
+import { maskedCode } from '../../ra/vouchers/voucher-codes.js';
 import type { OwnedVoucher, Vouchers } from '../../ra/vouchers/vouchers.js';
 import type { App } from '../types.js';
 import { principalOf } from '../types.js';
@@ -117,7 +118,7 @@ export function registerVouchers(app: App, deps: { vouchers: Vouchers; clock?: C
         { principal: principalOf(request), clientAddress: request.ip },
         request.body,
       );
-      const { VoucherCode, OrderParameters } = voucherOut(made);
+      const { VoucherCode, OrderParameters } = voucherOut(made, true);
       return { success: true as const, VoucherCode, OrderParameters };
     },
   );
@@ -134,10 +135,15 @@ export function registerVouchers(app: App, deps: { vouchers: Vouchers; clock?: C
       },
       config: read,
     },
-    async (request) => ({
-      success: true as const,
-      Vouchers: (await deps.vouchers.list(principalOf(request))).map(voucherOut),
-    }),
+    async (request) => {
+      const principal = principalOf(request);
+      // A code is money: readers who may not make or void vouchers see it masked.
+      const reveal = scopeAllows(principal.scopes, write.access) && roleAllows(principal.roles, write.access);
+      return {
+        success: true as const,
+        Vouchers: (await deps.vouchers.list(principal)).map((v) => voucherOut(v, reveal)),
+      };
+    },
   );
 
   app.get<{ Params: { VoucherCode: string } }>(
@@ -155,7 +161,8 @@ export function registerVouchers(app: App, deps: { vouchers: Vouchers; clock?: C
     },
     async (request) => ({
       success: true as const,
-      Vouchers: [voucherOut(await deps.vouchers.get(principalOf(request), request.params.VoucherCode))],
+      // The caller named the code: it is shown as it is.
+      Vouchers: [voucherOut(await deps.vouchers.get(principalOf(request), request.params.VoucherCode), true)],
     }),
   );
 
@@ -270,10 +277,10 @@ export function registerVouchers(app: App, deps: { vouchers: Vouchers; clock?: C
   );
 }
 
-/** A voucher as its owner sees it (spec 2.13), with RedeemInfo once redeemed. */
-function voucherOut({ voucher, code }: OwnedVoucher) {
+/** A voucher as its owner sees it (spec 2.13), with RedeemInfo once redeemed; the code masked unless `reveal`. */
+function voucherOut({ voucher, code }: OwnedVoucher, reveal: boolean) {
   return {
-    VoucherCode: code,
+    VoucherCode: reveal ? code : maskedCode(code),
     Redeemed: voucher.status === 'redeemed',
     CreationDate: formatTimestamp(voucher.createdAt)!,
     OrderParameters: {

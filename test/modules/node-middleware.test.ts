@@ -42,7 +42,24 @@ function site(root: string) {
 /** A server per site from `serve(site)`; stop() closes them all. */
 async function nodeServers(sites: readonly SiteSpec[], serve: (site: SiteSpec) => Server | Promise<Server>) {
   const servers = await Promise.all(sites.map(serve));
-  await Promise.all(servers.map((s, i) => new Promise<void>((r) => s.listen(sites[i]!.port, '127.0.0.1', r))));
+  // A taken port rejects (the caller picks new ports), never an uncaught error.
+  try {
+    await Promise.all(
+      servers.map(
+        (s, i) =>
+          new Promise<void>((resolve, reject) => {
+            s.once('error', reject);
+            s.listen(sites[i]!.port, '127.0.0.1', () => {
+              s.off('error', reject);
+              resolve();
+            });
+          }),
+      ),
+    );
+  } catch (e) {
+    await Promise.all(servers.filter((s) => s.listening).map((s) => new Promise((r) => s.close(r))));
+    throw e;
+  }
   return {
     async stop() {
       for (const s of servers) s.closeAllConnections();

@@ -85,18 +85,28 @@ export function describeWebModule(m: ModuleUnderTest): void {
       exchange(port[site]!, path, host, method);
 
     beforeAll(async () => {
-      port.a = await freePort();
-      peers = await startHashStorePeers(port.a);
       bad = await startBadStores();
       const roots = siteRoots();
-      const store = (site: string) => (site in bad.urls ? bad.urls[site as keyof typeof bad.urls] : peers.storeUrl);
-      const key = (site: string) => (site === 'b' ? peers.b.key : site === 'wrong key' ? 'cdk_wrong' : peers.a.key);
-      const sites: SiteSpec[] = [];
-      for (const [site, root] of Object.entries(roots)) {
-        port[site] ??= await freePort();
-        sites.push({ port: port[site]!, root, storeUrl: store(site), key: key(site) });
+      // A port found free can be taken before the server binds it (another test file's listener):
+      // then every site gets new ports (the store's FILE checks go to site A's) and all start again.
+      for (let attempt = 1; ; attempt++) {
+        port.a = await freePort();
+        peers = await startHashStorePeers(port.a);
+        const store = (site: string) => (site in bad.urls ? bad.urls[site as keyof typeof bad.urls] : peers.storeUrl);
+        const key = (site: string) => (site === 'b' ? peers.b.key : site === 'wrong key' ? 'cdk_wrong' : peers.a.key);
+        const sites: SiteSpec[] = [];
+        for (const [site, root] of Object.entries(roots)) {
+          if (site !== 'a') port[site] = await freePort();
+          sites.push({ port: port[site]!, root, storeUrl: store(site), key: key(site) });
+        }
+        try {
+          server = await m.start!(sites);
+          break;
+        } catch (e) {
+          await peers.close();
+          if (attempt >= 5 || !/EADDRINUSE|Address already in use/i.test(String((e as Error).message ?? e))) throw e;
+        }
       }
-      server = await m.start!(sites);
       await peers.file(peers.a.key, 'shop.example.org', 'hash-a-shop');
     }, 120_000);
     afterAll(async () => {

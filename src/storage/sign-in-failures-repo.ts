@@ -69,14 +69,15 @@ export class SignInFailuresRepo {
       .values({ key, failures: 0, blocked_until: 0, updated_at: now })
       .onConflict((oc) => oc.column('key').doNothing())
       .execute();
+    // The schedule's numbers are ours (integers): written as literals, so that both databases type the CASE as a number.
     const n = sql<number>`(CASE WHEN updated_at < ${now - forgetAfter} THEN 1 ELSE failures + 1 END)`;
     const wait = sql<number>`(CASE ${n} ${sql.join(
-      schedule.map((s, i) => sql`WHEN ${i + 1} THEN ${s}`),
+      schedule.map((s, i) => sql`WHEN ${sql.lit(i + 1)} THEN ${sql.lit(Math.trunc(s))}`),
       sql` `,
-    )} ELSE ${beyond} END)`;
+    )} ELSE ${sql.lit(Math.trunc(beyond))} END)`;
     const row = await this.db.kysely
       .updateTable('sign_in_failures')
-      .set({ failures: n, blocked_until: sql`${now} + ${wait}`, updated_at: now })
+      .set({ failures: n, blocked_until: sql`CAST(${now} AS BIGINT) + ${wait}`, updated_at: now })
       .where('key', '=', key)
       .where('blocked_until', '<=', now)
       .returning('failures')

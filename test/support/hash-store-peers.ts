@@ -135,12 +135,3 @@ export async function startBadStores(): Promise<{
     },
   };
 }
-
-/** A loopback TCP port that is free right now. */
-export async function freePort(): Promise<number> {
-  const server = createTcpServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}

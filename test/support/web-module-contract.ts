@@ -7,7 +7,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/main.js';
 import { testCsr } from './csr.js';
-import { BAD_STORES, freePort, startBadStores, startHashStorePeers, type HashStorePeers } from './hash-store-peers.js';
+import { BAD_STORES, startBadStores, startHashStorePeers, type HashStorePeers } from './hash-store-peers.js';
+import { freePorts } from './ports.js';
 import { readableTempDir, type SiteSpec } from './web-servers.js';
 
 export interface ModuleUnderTest {
@@ -90,13 +91,13 @@ export function describeWebModule(m: ModuleUnderTest): void {
       // A port found free can be taken before the server binds it (another test file's listener):
       // then every site gets new ports (the store's FILE checks go to site A's) and all start again.
       for (let attempt = 1; ; attempt++) {
-        port.a = await freePort();
-        peers = await startHashStorePeers(port.a);
+        const picked = await freePorts(Object.keys(roots).length);
+        for (const [i, site] of Object.keys(roots).entries()) port[site] = picked[i]!;
+        peers = await startHashStorePeers(port.a!);
         const store = (site: string) => (site in bad.urls ? bad.urls[site as keyof typeof bad.urls] : peers.storeUrl);
         const key = (site: string) => (site === 'b' ? peers.b.key : site === 'wrong key' ? 'cdk_wrong' : peers.a.key);
         const sites: SiteSpec[] = [];
         for (const [site, root] of Object.entries(roots)) {
-          if (site !== 'a') port[site] = await freePort();
           sites.push({ port: port[site]!, root, storeUrl: store(site), key: key(site) });
         }
         try {

@@ -101,7 +101,11 @@ ${servers.join('\n')}
 `,
   );
   const child = spawn(binary, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'pipe' });
-  return running(child, sites, join(dir, 'error.log'));
+  return running(
+    child,
+    sites.map((s) => s.port),
+    join(dir, 'error.log'),
+  );
 }
 
 /** Apache httpd with one <VirtualHost> per site, each including modules/apache/certdesk-hash-vhost.conf. */
@@ -160,11 +164,15 @@ ${hosts.join('\n')}
 `,
   );
   const child = spawn(binary, ['-f', join(dir, 'httpd.conf'), '-DFOREGROUND'], { stdio: 'pipe' });
-  return running(child, sites, join(dir, 'error.log'));
+  return running(
+    child,
+    sites.map((s) => s.port),
+    join(dir, 'error.log'),
+  );
 }
 
-/** Waits until every site's port accepts connections; fails with the server's output if it exits. */
-async function running(child: ChildProcess, sites: readonly SiteSpec[], errorLog: string): Promise<RunningServer> {
+/** Waits until every port accepts connections; fails with the server's output (and its error log) if it exits. */
+export async function running(child: ChildProcess, ports: readonly number[], errorLog: string): Promise<RunningServer> {
   let output = '';
   child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
@@ -184,11 +192,11 @@ async function running(child: ChildProcess, sites: readonly SiteSpec[], errorLog
     },
   };
   const deadline = Date.now() + 15_000;
-  for (const site of sites) {
-    while (!(await accepts(site.port))) {
+  for (const port of ports) {
+    while (!(await accepts(port))) {
       if (child.exitCode !== null || Date.now() > deadline) {
         await server.stop();
-        throw new Error(`the web server did not start on port ${site.port}:\n${log()}`);
+        throw new Error(`the web server did not start on port ${port}:\n${log()}`);
       }
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -44,6 +44,8 @@ import { Shop } from './ra/catalog/shop.js';
 import { Tools } from './ra/tools/tools.js';
 import { CodeGuessing } from './ra/vouchers/code-guessing.js';
 import { Vouchers } from './ra/vouchers/vouchers.js';
+import { Assessments, type Scanner } from './ra/scans/assessments.js';
+import { scanHost } from './scan/index.js';
 import {
   migrateToLatest,
   openDatabase,
@@ -88,6 +90,7 @@ export interface Services {
   readonly lifecycle: Lifecycle;
   readonly reissues: Reissues;
   readonly vouchers: Vouchers;
+  readonly assessments: Assessments;
   readonly notifier: Notifier;
   readonly reconciliation: Reconciliation;
   close(): Promise<void>;
@@ -103,6 +106,8 @@ export interface ServiceOptions {
   readonly logger?: Logger;
   /** An issuer to sign orders with instead of the built-in CA (tests of the Issuer seam). */
   readonly issuer?: IssuerWithCapabilities;
+  /** What scans a name instead of src/scan's scanner (tests of the scan schedule, reports and mails). */
+  readonly scanner?: Scanner;
 }
 
 /** Where the database lives: CERTDESK_DATABASE_URL, else `certdesk.db` in the data directory. */
@@ -197,6 +202,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     resolver,
     notify: notifier,
     file: { httpPort: config.validationHttpPort, allowPrivate: config.validationAllowPrivate },
+    configurationScanDelay: config.scanDelayDays * 86_400,
     transact,
   });
   const emailApprovals = new EmailApprovals({
@@ -228,6 +234,28 @@ export async function createServices(config: Config, options: ServiceOptions = {
     sealer: secretSealer(kek, 'voucher codes'),
     clock,
     transact,
+  });
+  // Scans look at customers' sites under the DCV address rule, resolving through the DCV resolver,
+  // and trust the built-in CA's roots besides the system's.
+  const assessments = new Assessments({
+    ...repos,
+    certificates: issuer,
+    mailer,
+    catalog,
+    clock,
+    concurrency: config.scanConcurrency,
+    scanner:
+      options.scanner ??
+      ((target) =>
+        scanHost(target, {
+          lookup: (name) => resolver.addresses(name),
+          allowPrivate: config.validationAllowPrivate,
+          port: config.scanPort,
+          httpPort: config.scanHttpPort,
+          timeoutMs: config.scanTimeoutMs,
+          trustedRoots: caRoots(ca, catalog),
+          now: () => clock.nowSeconds(),
+        })),
   });
   const vetting = new Vetting({ ...repos, flow: orderFlow, clock });
   const lifecycle = new Lifecycle({ ...repos, catalog, clock, ca: issuer, notify: notifier, transact });
@@ -277,10 +305,25 @@ export async function createServices(config: Config, options: ServiceOptions = {
     lifecycle,
     reissues,
     vouchers,
+    assessments,
     notifier,
     reconciliation,
     close,
   };
+}
+
+/** The built-in CA's roots (PEM), for the scans' trust store; none before `ca init` made them. */
+function caRoots(ca: BuiltinCa, catalog: CatalogService): string[] {
+  const roots = new Set<string>();
+  for (const brand of catalog.brands())
+    for (const sha of brand.signatureHashAlgorithms) {
+      try {
+        roots.add(ca.chain(brand.id, sha).root);
+      } catch {
+        // That chain is not made yet (or the brand has none): nothing to trust.
+      }
+    }
+  return [...roots];
 }
 
 /** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */
@@ -356,6 +399,8 @@ export function createWorker(services: Services, logger: Logger): Worker {
     'order.renew-subscriptions': (payload, ctx) => services.reissues.renewJob(payload, ctx),
     'notify.reminders': (payload, ctx) => services.notifier.reminders(payload, ctx),
     'order.revoke-certificates': (payload) => services.lifecycle.revokeCertificatesJob(payload),
+    'scan.vulnerability': (payload, ctx) => services.assessments.runVulnerability(payload, ctx),
+    'scan.configuration': (payload) => services.assessments.runConfiguration(payload),
   } satisfies Handlers;
   return new Worker({
     repo: services.jobs,
@@ -394,6 +439,7 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       orders: services.orders,
       orderReads: services.orderReads,
       vouchers: services.vouchers,
+      assessments: services.assessments,
       users: services.users,
       applications: services.applications,
       signIn: services.signIn,

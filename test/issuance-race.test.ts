@@ -56,6 +56,8 @@ describe.each(testDialects())('issuance under concurrent load on $dialect', (dia
         'order.renew-subscriptions': async () => undefined,
         'notify.reminders': async () => undefined,
         'order.revoke-certificates': async () => undefined,
+        'scan.vulnerability': async () => undefined,
+        'scan.configuration': async () => undefined,
       } satisfies Handlers;
       const w = new Worker({
         repo: s.jobs,

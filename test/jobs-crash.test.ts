@@ -85,6 +85,8 @@ describe('a worker killed in the middle of a job (SQLite file, two processes)', 
       'order.renew-subscriptions': async () => undefined,
       'notify.reminders': async () => undefined,
       'order.revoke-certificates': async () => undefined,
+      'scan.vulnerability': async () => undefined,
+      'scan.configuration': async () => undefined,
     } satisfies Handlers;
     const worker = new Worker({
       repo,

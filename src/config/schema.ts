@@ -130,6 +130,36 @@ export const SCHEMA = {
     parse: bool,
     doc: 'Allow DCV fetches to loopback/private addresses (tests only).',
   },
+  scanPort: {
+    env: 'CERTDESK_SCAN_PORT',
+    default: '443',
+    parse: port,
+    doc: 'TLS port the scans (vulnerability and configuration assessment) connect to.',
+  },
+  scanHttpPort: {
+    env: 'CERTDESK_SCAN_HTTP_PORT',
+    default: '80',
+    parse: port,
+    doc: 'HTTP port the scans check for a redirect to https.',
+  },
+  scanTimeoutMs: {
+    env: 'CERTDESK_SCAN_TIMEOUT_MS',
+    default: '5000',
+    parse: positiveInt,
+    doc: 'A scan of one name gives up after this many milliseconds ("could not scan").',
+  },
+  scanConcurrency: {
+    env: 'CERTDESK_SCAN_CONCURRENCY',
+    default: '4',
+    parse: positiveInt,
+    doc: 'Names one process scans at once.',
+  },
+  scanDelayDays: {
+    env: 'CERTDESK_SCAN_DELAY_DAYS',
+    default: '4',
+    parse: nonNegativeInt,
+    doc: 'Days after issuance (and each reissue) until the configuration scan behind ConfigurationAssessment.',
+  },
   smtpUrl: {
     env: 'CERTDESK_SMTP_URL',
     parse: smtpUrl,

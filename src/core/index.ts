@@ -1,6 +1,7 @@
 // The vocabulary of certdesk: ids, errors, clock, money, access rules, the CSR reader. Imports nothing.
 export * from './access.js';
 export * from './accounts.js';
+export * from './addresses.js';
 export * from './baseline.js';
 export * from './boolish.js';
 export * from './catalog.js';
@@ -11,6 +12,7 @@ export * from './error-table.js';
 export * from './errors.js';
 export * from './ids.js';
 export * from './jobs.js';
+export * from './limiter.js';
 export * from './money.js';
 export * from './order.js';
 export * from './orders.js';

@@ -24,6 +24,14 @@ export interface JobPayloads {
    * transaction: the cancel revokes at once, and this job finishes the work if the process died first.
    */
   'order.revoke-certificates': { readonly orderId: number; readonly reason: 'cessationOfOperation' };
+  /**
+   * The vulnerability assessment of an order (feature WVS): scans its names and stores a report.
+   * Weekly while the assessment is Active (each run queues the next at the order's slot of the
+   * week); `now: true` is an on-demand rescan, which queues nothing after it.
+   */
+  'scan.vulnerability': { readonly orderId: number; readonly now?: boolean };
+  /** The ConfigurationAssessment of an issued order: queued at issuance and reissue, due some days later. */
+  'scan.configuration': { readonly orderId: number };
 }
 
 /** The name of a job: a closed union derived from `JobPayloads`. */
@@ -37,6 +45,8 @@ const NAMES: Record<JobName, true> = {
   'order.renew-subscriptions': true,
   'notify.reminders': true,
   'order.revoke-certificates': true,
+  'scan.vulnerability': true,
+  'scan.configuration': true,
 };
 
 /**

@@ -64,6 +64,8 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
         'order.renew-subscriptions': async () => undefined,
         'notify.reminders': async () => undefined,
         'order.revoke-certificates': async () => undefined,
+        'scan.vulnerability': async () => undefined,
+        'scan.configuration': async () => undefined,
       } satisfies Handlers,
       pollIntervalMs: 20,
       ...options,

@@ -13,6 +13,7 @@ export * from './web-sessions-repo.js';
 export * from './two-factor-repo.js';
 export * from './sign-in-failures-repo.js';
 export * from './vouchers-repo.js';
+export * from './scans-repo.js';
 export * from './oauth-codes-repo.js';
 export * from './ca-repo.js';
 export * from './orders-repo.js';

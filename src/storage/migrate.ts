@@ -16,6 +16,7 @@ import { signIn } from './migrations/0013-sign-in.js';
 import { twoFactor } from './migrations/0014-two-factor.js';
 import { signInThrottle } from './migrations/0015-sign-in-throttle.js';
 import { vouchers } from './migrations/0016-vouchers.js';
+import { scans } from './migrations/0017-scans.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -36,6 +37,7 @@ function migrations(db: Db): Record<string, Migration> {
     '0014-two-factor': twoFactor(db.dialect),
     '0015-sign-in-throttle': signInThrottle(db.dialect),
     '0016-vouchers': vouchers(db.dialect),
+    '0017-scans': scans(db.dialect),
   };
 }
 

@@ -17,6 +17,7 @@ import { SignInFailuresRepo } from './sign-in-failures-repo.js';
 import { TwoFactorRepo } from './two-factor-repo.js';
 import { UsersRepo } from './users-repo.js';
 import { VouchersRepo } from './vouchers-repo.js';
+import { ScansRepo } from './scans-repo.js';
 import { WebSessionsRepo } from './web-sessions-repo.js';
 
 /** One repository per aggregate, all on the same database or the same transaction. */
@@ -40,6 +41,7 @@ export interface Repositories {
   readonly twoFactor: TwoFactorRepo;
   readonly signInFailures: SignInFailuresRepo;
   readonly vouchers: VouchersRepo;
+  readonly scans: ScansRepo;
 }
 
 /** Every repository over `db` (the database, or a transaction's view of it). Cheap: plain objects. */
@@ -64,6 +66,7 @@ export function repositories(db: Db): Repositories {
     twoFactor: new TwoFactorRepo(db),
     signInFailures: new SignInFailuresRepo(db),
     vouchers: new VouchersRepo(db),
+    scans: new ScansRepo(db),
   };
 }
 

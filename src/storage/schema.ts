@@ -281,6 +281,8 @@ export interface DB {
   recovery_codes: RecoveryCodesTable;
   sign_in_failures: SignInFailuresTable;
   vouchers: VouchersTable;
+  vulnerability_assessments: VulnerabilityAssessmentsTable;
+  scan_reports: ScanReportsTable;
 }
 
 export interface KvKeysTable {
@@ -396,4 +398,35 @@ export interface VouchersTable {
   redeemed_at: number | null;
   /** The order the redemption created. */
   order_id: number | null;
+}
+
+export interface VulnerabilityAssessmentsTable {
+  order_id: number;
+  customer_id: number;
+  /** `Active` or `Inactive` (spec §4.22 ServiceStatus). */
+  status: string;
+  /** `NONE`, `NEW_REPORT` or `CRITICAL` (spec §4.22 EmailNotificationLevel). */
+  notification_level: string;
+  created_at: number;
+  updated_at: number;
+  /** The last on-demand rescan (GET /VulnerabilityAssessmentRescan): at most one an hour. */
+  last_rescan_at: number | null;
+}
+
+export interface ScanReportsTable {
+  id: Generated<number>;
+  order_id: number;
+  customer_id: number;
+  /** `vulnerability` (weekly or on demand) or `configuration` (after issuance). */
+  kind: string;
+  /** When the scan ran. */
+  created_at: number;
+  engine: string;
+  criteria_version: string;
+  /** The order's grade (its worst name's); null when no name could be scanned. */
+  grade: string | null;
+  /** JSON array of the ids of the critical findings. */
+  critical: string;
+  /** The whole report (JSON of the RA's ScanReport). */
+  report: string;
 }

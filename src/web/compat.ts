@@ -19,7 +19,9 @@ export function applyAliases(target: unknown): void {
 /** Path spellings of the original service that clients still send (sic), → the canonical path. */
 const PATH_ALIASES: readonly (readonly [RegExp, string])[] = [
   [/^\/rest\/v1\/GetModifiedOrders(?=[/?]|$)/, '/rest/v1/ModifiedOrders'],
-  // The misspelt VulnerabiltyAssessment aliases of DESIGN §5.2 come back with their routes.
+  // The misspelt VulnerabiltyAssessment paths of DESIGN §5.2 (sic).
+  [/^\/rest\/v1\/VulnerabiltyAssessmentRescan(?=[/?]|$)/, '/rest/v1/VulnerabilityAssessmentRescan'],
+  [/^\/rest\/v1\/VulnerabiltyAssessment(?=[/?]|$)/, '/rest/v1/VulnerabilityAssessment'],
 ];
 
 /** Rewrites an aliased request path (query kept); other URLs are returned unchanged. */

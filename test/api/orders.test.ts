@@ -6,23 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext, type TestCustomer } from '../support/app.js';
 import { testDialects } from '../support/databases.js';
 import { testCsr } from '../support/csr.js';
+import { ORDER_CONTACT, ORG_ADDRESS, ORG_CONTACT } from '../support/issuing-context.js';
 
-const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
-const address = {
-  AddressLine1: 'Hauptstr. 1',
-  PostalCode: '10115',
-  City: 'Berlin',
-  Region: 'Berlin',
-  Country: 'DE',
-  Phone: '+49 30 1',
-};
-const orgContact = {
-  ...contact,
-  Title: 'CTO',
-  Fax: '+49 30 2',
-  OrganizationName: 'Certdesk Test GmbH',
-  OrganizationAddress: address,
-};
+const contact = ORDER_CONTACT;
+const address = ORG_ADDRESS;
+const orgContact = ORG_CONTACT;
 
 /** A CSR for www.certdesk-test.com that also asks for shop.certdesk-test.com. */
 function extraNameCsr(): string {

@@ -13,6 +13,23 @@ export const ORDER_CONTACT = {
   Email: 'ada@certdesk-test.com',
 };
 
+/** The organization address and contact every OV/EV test order names. */
+export const ORG_ADDRESS = {
+  AddressLine1: 'Hauptstr. 1',
+  PostalCode: '10115',
+  City: 'Berlin',
+  Region: 'Berlin',
+  Country: 'DE',
+  Phone: '+49 30 1',
+};
+export const ORG_CONTACT = {
+  ...ORDER_CONTACT,
+  Title: 'CTO',
+  Fax: '+49 30 2',
+  OrganizationName: 'Certdesk Test GmbH',
+  OrganizationAddress: ORG_ADDRESS,
+};
+
 export interface IssuingContext {
   readonly t: TestContext;
   readonly c: TestCustomer;

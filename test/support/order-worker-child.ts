@@ -35,6 +35,8 @@ const handlers = {
   'order.renew-subscriptions': async () => undefined,
   'notify.reminders': async () => undefined,
   'order.revoke-certificates': async () => undefined,
+  'scan.vulnerability': async () => undefined,
+  'scan.configuration': async () => undefined,
 } satisfies Handlers;
 new Worker({
   repo: services.jobs,

@@ -48,6 +48,7 @@ export interface FlowRepos {
   readonly orders: OrdersRepo;
   readonly orderCertificates: Pick<OrderCertificatesRepo, 'adoptableCertificate' | 'markDelivered'>;
   readonly audit: Pick<AuditRepo, 'append'>;
+  readonly jobs: Pick<JobsRepo, 'rescheduleInTransaction'>;
 }
 
 export interface OrderFlowDeps extends FlowRepos {
@@ -57,7 +58,9 @@ export interface OrderFlowDeps extends FlowRepos {
   readonly ca: Pick<Issuer, 'issue' | 'revoke'>;
   readonly resolver: DcvResolver;
   readonly file: Omit<FileCheckOptions, 'resolve'>;
-  readonly jobs: Pick<JobsRepo, 'enqueue'>;
+  readonly jobs: Pick<JobsRepo, 'enqueue' | 'rescheduleInTransaction'>;
+  /** Seconds after each issuance until the configuration scan behind ConfigurationAssessment (default 4 days). */
+  readonly configurationScanDelay?: number;
   /** Mail to the order's contacts when a certificate is issued or reissued. */
   readonly notify?: Pick<Notifier, 'orderEvent'>;
   /** This process as the holder of issuance claims (default `newHolderId()`). */
@@ -332,6 +335,16 @@ export class OrderFlow {
       if (!(await tx.orders.markIssued(order.id, major, claim, now, { certNotAfter: notAfter, ...first })))
         return false;
       await tx.orderCertificates.markDelivered(serial, now);
+      // The configuration scan of what was just issued, some days from now (after a reissue: moved on).
+      await tx.jobs.rescheduleInTransaction(
+        {
+          name: 'scan.configuration',
+          payload: { orderId: order.id },
+          uniqueKey: `scan:configuration:${order.id}`,
+          runAt: now + (this.deps.configurationScanDelay ?? 4 * DAY),
+        },
+        now,
+      );
       await tx.audit.append({
         at: now,
         customerId: order.customerId,

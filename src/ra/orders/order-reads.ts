@@ -12,6 +12,7 @@ import type {
   OrderNamesRepo,
   OrderQueriesRepo,
   OrdersRepo,
+  ScansRepo,
 } from '../../storage/index.js';
 import type { IssuerCapabilities } from '../../ca/index.js';
 
@@ -40,6 +41,14 @@ export interface OrderView {
   readonly dates?: { readonly notBefore: number; readonly notAfter: number };
   /** The current certificate chains to a distrusted CA (DESIGN §5.8): the phase dates. */
   readonly distrust?: { phase1: number | null; phase2: number | null };
+  /** The latest configuration scan (spec 2.11 ConfigurationAssessment), once one ran. */
+  readonly configuration?: {
+    readonly at: number;
+    readonly engine: string;
+    readonly criteriaVersion: string;
+    /** null: no name could be scanned. */
+    readonly grade: string | null;
+  };
 }
 
 export interface OrderReadsDeps {
@@ -47,6 +56,7 @@ export interface OrderReadsDeps {
   readonly orderQueries: Pick<OrderQueriesRepo, 'list' | 'modified'>;
   readonly orderNames: Pick<OrderNamesRepo, 'names'>;
   readonly orderCertificates: Pick<OrderCertificatesRepo, 'latestCertificate' | 'chainingTo'>;
+  readonly scans: Pick<ScansRepo, 'latest'>;
   /**
    * The issuer's optional capabilities (ca/issuer.ts `IssuerCapabilities`): the Fulfillment of a
    * recorded certificate, and which CA certificates are distrusted. Without them an order shows no
@@ -100,6 +110,8 @@ export class OrderReads {
   /** What readers see of `orders`: names, the current certificate's dates, Fulfillment when asked for, distrust marks. */
   async views(orders: readonly Order[], withCertificates: boolean): Promise<OrderView[]> {
     const names = await this.deps.orderNames.names(orders.map((o) => o.id));
+    const issued = orders.filter((o) => o.issuedAt !== null).map((o) => o.id);
+    const scans = await this.deps.scans.latest(issued, 'configuration');
     const marks = this.distrustMarks();
     const now = this.deps.clock.nowSeconds();
     return Promise.all(
@@ -111,9 +123,20 @@ export class OrderReads {
             : stored;
         const own = names.filter((n) => n.orderId === order.id);
         const fqdns = own.map((n) => n.name);
+        const scan = scans.get(order.id);
         const base = {
           order,
           names: own,
+          ...(scan === undefined
+            ? {}
+            : {
+                configuration: {
+                  at: scan.createdAt,
+                  engine: scan.engine,
+                  criteriaVersion: scan.criteriaVersion,
+                  grade: scan.grade,
+                },
+              }),
           ...(order.dvAuthMethod === 'DNS' ? { dnsFqdns: fqdns } : {}),
           ...(order.dvAuthMethod === 'FILE' ? { fileFqdns: fqdns.filter((n) => !n.startsWith('*.')) } : {}),
         };

@@ -11,6 +11,7 @@ import type { Applications } from '../../ra/accounts/applications.js';
 import type { Shop } from '../../ra/catalog/shop.js';
 import type { Tools } from '../../ra/tools/tools.js';
 import type { Vouchers } from '../../ra/vouchers/vouchers.js';
+import type { Assessments } from '../../ra/scans/assessments.js';
 import type { App } from '../types.js';
 import { registerApproverEmail } from './approver-email.js';
 import { registerDcv } from './dcv.js';
@@ -24,6 +25,7 @@ import { registerTools } from './tools.js';
 import { registerUsers } from './users.js';
 import { registerApplications } from './applications.js';
 import { registerVouchers } from './vouchers.js';
+import { registerAssessments } from './assessments.js';
 import { Failure } from './schemas.js';
 
 export interface RestDeps {
@@ -39,6 +41,7 @@ export interface RestDeps {
   readonly lifecycle: Lifecycle;
   readonly reissues: Reissues;
   readonly vouchers: Vouchers;
+  readonly assessments: Assessments;
   /** The service's clock, for times a route stamps itself (a refused order's Timestamp); the system's when not given. */
   readonly clock?: Clock;
 }
@@ -58,4 +61,5 @@ export function registerRest(app: App, deps: RestDeps): void {
   registerUsers(app, deps);
   registerApplications(app, deps);
   registerVouchers(app, deps);
+  registerAssessments(app, deps);
 }

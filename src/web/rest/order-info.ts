@@ -57,6 +57,16 @@ export function orderInfo(view: OrderView, inc: Includes): Record<string, unknow
         : { StartDate: formatTimestamp(dates.notBefore), EndDate: formatTimestamp(dates.notAfter) }),
     },
   };
+  // Spec 2.11: present once the configuration scan ran (some days after issuance).
+  if (view.configuration !== undefined) {
+    const c = view.configuration;
+    info.ConfigurationAssessment = {
+      CriteriaVersion: c.criteriaVersion,
+      Effective: formatTimestamp(c.at),
+      Engine: c.engine,
+      Ranking: c.grade ?? 'N/A',
+    };
+  }
   if (distrust !== undefined) {
     info.scheduledForReplacement = {
       eventCaDistrust: { Phase1: formatTimestamp(distrust.phase1), Phase2: formatTimestamp(distrust.phase2) },

@@ -1,4 +1,5 @@
-import type { CaBrand, Contact, FieldFault, OrderContacts, OrganizationInfo } from '../../core/index.js';
+import type { CaBrand, Contact, CustomerId, FieldFault, OrderContacts, OrganizationInfo } from '../../core/index.js';
+import type { CustomersRepo, UsersRepo } from '../../storage/index.js';
 
 // The contacts and organization of an order (spec 2.7, §4.9), checked for the order rules.
 
@@ -142,4 +143,28 @@ function checkAddress(a: AddressInput | undefined, field: string, withPhone: boo
   const country = text(a.Country);
   if (country !== undefined && !/^[A-Za-z]{2}$/.test(country))
     bad(`${field}.Country`, `${field}.Country is a two-letter ISO 3166 code.`);
+}
+
+/**
+ * The account's own contact (the free automated DV product's default): its first active ADMIN
+ * user's name, e-mail and mobile number, with the customer's name as the organization.
+ */
+export async function accountContact(
+  deps: { customers: Pick<CustomersRepo, 'byId'>; users: Pick<UsersRepo, 'listByCustomer'> },
+  customerId: CustomerId,
+): Promise<Contact | undefined> {
+  const customer = await deps.customers.byId(customerId);
+  if (customer === undefined) return undefined;
+  const admin = (await deps.users.listByCustomer(customerId))
+    .filter((u) => u.active && u.roles.includes('ADMIN'))
+    .sort((a, b) => a.id - b.id)[0];
+  const fullName = (admin?.fullName ?? customer.name).trim();
+  const cut = fullName.lastIndexOf(' ');
+  return {
+    FirstName: cut > 0 ? fullName.slice(0, cut) : fullName,
+    ...(cut > 0 ? { LastName: fullName.slice(cut + 1) } : {}),
+    Email: admin?.email ?? customer.email,
+    ...(admin?.mobile === null || admin?.mobile === undefined ? {} : { Phone: admin.mobile }),
+    OrganizationName: customer.name,
+  };
 }

@@ -1,11 +1,9 @@
-import { createHash } from 'node:crypto';
 import {
   CertdeskError,
   amountOf,
   money,
   waitingFor,
   type Clock,
-  type Contact,
   type CustomerId,
   type Money,
   type Order,
@@ -34,9 +32,17 @@ import { dcvDetailsFor, dcvExpectations, type DnsAuthDetails, type FileAuthDetai
 import type { EmailApprovals } from '../dcv/email-approval.js';
 import type { OrderFlow } from '../issuance/order-flow.js';
 import { actorName, type Actor } from '../accounts/actor.js';
-import { contactLeftOut } from './order-contacts.js';
+import { accountContact, contactLeftOut } from './order-contacts.js';
+import {
+  lostRedemption,
+  partnerOrderIdOfVoucher,
+  partnerOrderIdReused,
+  redemptionHashOf,
+  requestHashOf,
+} from './order-idempotency.js';
 import type { OrderCertificate, OrderReads } from './order-reads.js';
-import { OrderRules, newPartnerOrderId, text, type CheckedOrder, type OrderInput } from './order-rules.js';
+import { newPartnerOrderId } from './order-checks.js';
+import { OrderRules, text, type CheckedOrder, type OrderInput } from './order-rules.js';
 
 export type { AddressInput, ContactInput, OrderInput } from './order-rules.js';
 export type { Actor } from '../accounts/actor.js';
@@ -354,32 +360,11 @@ export class Orders {
     voucher?: Voucher,
   ): Promise<CheckedOrder> {
     const leftOut = contactLeftOut(input.AdminContact) || contactLeftOut(input.TechContact);
-    const accountContact = leftOut ? await this.accountContact(customerId) : undefined;
+    const own = leftOut ? await accountContact(this.deps, customerId) : undefined;
     return this.rules.checkOrder(input, currency, {
-      ...(accountContact === undefined ? {} : { accountContact }),
+      ...(own === undefined ? {} : { accountContact: own }),
       ...(voucher === undefined ? {} : { voucher }),
     });
-  }
-
-  /**
-   * The account's own contact (the free automated DV product's default): its first active ADMIN
-   * user's name, e-mail and mobile number, with the customer's name as the organization.
-   */
-  private async accountContact(customerId: CustomerId): Promise<Contact | undefined> {
-    const customer = await this.deps.customers.byId(customerId);
-    if (customer === undefined) return undefined;
-    const admin = (await this.deps.users.listByCustomer(customerId))
-      .filter((u) => u.active && u.roles.includes('ADMIN'))
-      .sort((a, b) => a.id - b.id)[0];
-    const fullName = (admin?.fullName ?? customer.name).trim();
-    const cut = fullName.lastIndexOf(' ');
-    return {
-      FirstName: cut > 0 ? fullName.slice(0, cut) : fullName,
-      ...(cut > 0 ? { LastName: fullName.slice(cut + 1) } : {}),
-      Email: admin?.email ?? customer.email,
-      ...(admin?.mobile === null || admin?.mobile === undefined ? {} : { Phone: admin.mobile }),
-      OrganizationName: customer.name,
-    };
   }
 
   private details(
@@ -407,17 +392,6 @@ export class Orders {
   }
 }
 
-/** What identifies a request body for PartnerOrderID idempotency: the same members, in any order, hash alike. */
-function requestHashOf(input: OrderInput): string {
-  return createHash('sha256').update(canonicalJson(input)).digest('hex');
-}
-
-/** A redemption's body without its code (the voucher names that): a retry of the redemption hashes alike. */
-export function redemptionHashOf(input: OrderInput & { VoucherCode?: unknown }): string {
-  const { VoucherCode: _code, ...order } = input;
-  return requestHashOf(order);
-}
-
 /** How `place` stores an order: for whom, under which reference, and how it is paid for. */
 interface Placement {
   readonly customerId: CustomerId;
@@ -430,43 +404,8 @@ interface Placement {
   readonly pay: (tx: OrderRepos, orderId: OrderId, at: number) => Promise<void>;
 }
 
-/** A concurrent redemption (or a void) took the voucher first: this one stored nothing. */
-export class LostRedemption extends Error {
-  constructor() {
-    super('the voucher was redeemed or voided meanwhile');
-    this.name = 'LostRedemption';
-  }
-}
-const lostRedemption = () => new LostRedemption();
-
-const partnerOrderIdOfVoucher = () =>
-  new CertdeskError(
-    'conflict',
-    'PartnerOrderID belongs to a voucher of the account (its redemption becomes that order): use another PartnerOrderID.',
-    { field: 'PartnerOrderID' },
-  );
-
-const partnerOrderIdReused = () =>
-  new CertdeskError(
-    'conflict',
-    'PartnerOrderID was used before with a different order: use a new PartnerOrderID for a new order.',
-    { field: 'PartnerOrderID' },
-  );
-
 const creditExceeded = (price: Money) =>
   new CertdeskError(
     'creditLimitExceeded',
     `The order costs ${amountOf(price)} ${price.currency}, more than the credit left on the account.`,
   );
-
-/** JSON with sorted keys: the same request gives the same hash whatever order its members came in. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}

@@ -21,8 +21,10 @@ import { actorName, type Actor } from '../accounts/actor.js';
 import type { CatalogService } from '../catalog/catalog.js';
 import { quotePrice } from '../catalog/pricing.js';
 import type { OrderReads, OrderView } from '../orders/order-reads.js';
-import { newPartnerOrderId, partnerOrderIdProblem, text, type OrderInput } from '../orders/order-rules.js';
-import { LostRedemption, redemptionHashOf, type Orders, type PlacedOrder } from '../orders/orders.js';
+import { newPartnerOrderId, partnerOrderIdProblem } from '../orders/order-checks.js';
+import { text, type OrderInput } from '../orders/order-rules.js';
+import { LostRedemption, redemptionHashOf } from '../orders/order-idempotency.js';
+import type { Orders, PlacedOrder } from '../orders/orders.js';
 import type { CodeGuessing } from './code-guessing.js';
 import { newVoucherCode, normalizeVoucherCode, voucherCodeHash } from './voucher-codes.js';
 

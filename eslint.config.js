@@ -71,5 +71,22 @@ export default tseslint.config(
       ],
     },
   },
+  // The web interface's browser modules (no build step): browser globals, no Node ones.
+  {
+    files: ['src/web/ui/static/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        document: 'readonly',
+        fetch: 'readonly',
+        crypto: 'readonly',
+        TextEncoder: 'readonly',
+        Blob: 'readonly',
+        URL: 'readonly',
+        btoa: 'readonly',
+        window: 'readonly',
+      },
+    },
+  },
   ...importRules,
 );

@@ -15,6 +15,8 @@ import { registerPki, type PkiDeps } from './pki/routes.js';
 import { registerApprovalPage } from './dcv/approval.js';
 import { registerSignIn } from './ui/sign-in.js';
 import { registerTwoFactor } from './ui/two-factor.js';
+import { registerAssets } from './ui/assets.js';
+import { registerRedeemPage } from './ui/redeem.js';
 import type { SignIn } from '../ra/accounts/sign-in.js';
 import type { TwoFactor } from '../ra/accounts/two-factor.js';
 import { registerRest, type RestDeps } from './rest/index.js';
@@ -142,6 +144,8 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
   // The session cookie is Secure wherever the service is reached over https.
   registerSignIn(app, { ...deps, secureCookies: options.publicUrl.startsWith('https:') });
   registerTwoFactor(app, deps);
+  registerAssets(app);
+  registerRedeemPage(app);
   await app.register(async (rest) => registerRest(rest as App, deps), { prefix: '/rest/v1' });
   return app;
 }

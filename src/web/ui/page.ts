@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-// The frame of every server-rendered page: small, accessible, no script, a strict
-// Content-Security-Policy, never cached, never framed.
+// The frame of every server-rendered page: small, accessible, a strict Content-Security-Policy
+// (no inline script or style), never cached, never framed.
 
 export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -20,16 +20,19 @@ export function langOf(request: FastifyRequest): Lang {
 
 /**
  * Sends a page. `formAction` lists origins besides our own a form may lead to (the consent form
- * redirects to the application's registered URI, which CSP's form-action also governs).
+ * redirects to the application's registered URI, which CSP's form-action also governs); `scripts`
+ * are modules of /ui/ the page loads. The Content-Security-Policy allows no inline script or style:
+ * the look is /ui/app.css, behaviour only the named modules, network only our own origin.
  */
 export function page(
   reply: FastifyReply,
   status: number,
   title: string,
   body: string,
-  options: { lang?: Lang; formAction?: readonly string[] } = {},
+  options: { lang?: Lang; formAction?: readonly string[]; scripts?: readonly string[] } = {},
 ): FastifyReply {
   const formAction = ["'self'", ...(options.formAction ?? [])].join(' ');
+  const scripts = (options.scripts ?? []).map((s) => `<script type="module" src="/ui/${escapeHtml(s)}"></script>`);
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
@@ -37,13 +40,14 @@ export function page(
     .header('referrer-policy', 'no-referrer')
     .header(
       'content-security-policy',
-      `default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action ${formAction}; frame-ancestors 'none'`,
+      `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; ` +
+        `form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
     )
     .header('x-frame-options', 'DENY')
     .header('x-content-type-options', 'nosniff')
     .send(
-      `<!doctype html><html lang="${options.lang ?? 'en'}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title>` +
-        `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}button,input{font-size:1em;padding:.5em}label{display:block;margin:.8em 0 .2em}.error{color:#a00}</style></head>` +
+      `<!doctype html><html lang="${options.lang ?? 'en'}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
+        `<title>${escapeHtml(title)}</title><link rel="stylesheet" href="/ui/app.css">${scripts.join('')}</head>` +
         `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>\n`,
     );
 }

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from './database.js';
 
 /** Failed sign-ins per key (an account or a client address), for growing delays. */
@@ -64,22 +64,25 @@ export class SignInFailuresRepo {
     schedule: readonly number[],
     beyond: number,
   ): Promise<boolean> {
-    await this.db.kysely
-      .insertInto('sign_in_failures')
-      .values({ key, failures: 0, blocked_until: 0, updated_at: now })
-      .onConflict((oc) => oc.column('key').doNothing())
-      .execute();
-    // The schedule's numbers are ours (integers): written as literals, so that both databases type the CASE as a number.
-    const n = sql<number>`(CASE WHEN updated_at < ${now - forgetAfter} THEN 1 ELSE failures + 1 END)`;
-    const wait = sql<number>`(CASE ${n} ${sql.join(
-      schedule.map((s, i) => sql`WHEN ${sql.lit(i + 1)} THEN ${sql.lit(Math.trunc(s))}`),
-      sql` `,
-    )} ELSE ${sql.lit(Math.trunc(beyond))} END)`;
+    // One upsert: a new key counts its first attempt; a known one counts another unless it is
+    // blocked (the WHERE of DO UPDATE), and then no row comes back. The schedule's numbers are ours
+    // (integers): written as literals, so that both databases type the CASE as a number.
+    const t = sql.table('sign_in_failures');
+    const n = sql<number>`(CASE WHEN ${t}.updated_at < ${now - forgetAfter} THEN 1 ELSE ${t}.failures + 1 END)`;
+    const waitAfter = (count: RawBuilder<number>) =>
+      sql<number>`(CASE ${count} ${sql.join(
+        schedule.map((s, i) => sql`WHEN ${sql.lit(i + 1)} THEN ${sql.lit(Math.trunc(s))}`),
+        sql` `,
+      )} ELSE ${sql.lit(Math.trunc(beyond))} END)`;
     const row = await this.db.kysely
-      .updateTable('sign_in_failures')
-      .set({ failures: n, blocked_until: sql`CAST(${now} AS BIGINT) + ${wait}`, updated_at: now })
-      .where('key', '=', key)
-      .where('blocked_until', '<=', now)
+      .insertInto('sign_in_failures')
+      .values({ key, failures: 1, blocked_until: now + Math.trunc(schedule[0] ?? beyond), updated_at: now })
+      .onConflict((oc) =>
+        oc
+          .column('key')
+          .doUpdateSet({ failures: n, blocked_until: sql`CAST(${now} AS BIGINT) + ${waitAfter(n)}`, updated_at: now })
+          .where('sign_in_failures.blocked_until', '<=', now),
+      )
       .returning('failures')
       .executeTakeFirst();
     return row !== undefined;

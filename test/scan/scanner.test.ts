@@ -42,6 +42,8 @@ describe.skipIf(nginxBinary === undefined || sslscanBinary === undefined)('scanH
     httpPort: site.httpPort,
     trustedRoots: [root],
     now: () => TEST_NOW + 3600,
+    // A working server's scan ends when it is done; a generous bound keeps a loaded CI machine from failing it.
+    timeoutMs: 60_000,
   });
 
   /** Scans a configuration once (printing the time it took) and keeps the report for the other checks. */

@@ -4,6 +4,9 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { createTestContext } from './app.js';
+import { testDialects } from './databases.js';
+import { startDnsServer } from './dns-server.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = [
@@ -51,4 +54,34 @@ export async function axeViolations(page: Page): Promise<string[]> {
     return (await axe.run()).violations;
   });
   return result.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.help}`);
+}
+
+/**
+ * What a browser test of the pages needs: a loopback DNS server, the service over real HTTP
+ * (SQLite, the CA with 2048-bit roots, limits out of the way), one customer, and chromium.
+ */
+export async function browserSite(customerName: string) {
+  const dns = await startDnsServer();
+  const t = await createTestContext(testDialects()[0]!, {
+    CERTDESK_DNS_SERVERS: dns.address,
+    CERTDESK_RATE_LIMIT: '1000000',
+    CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000',
+  });
+  await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
+  const customer = await t.customer({ name: customerName, creditLimit: 100000 });
+  await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
+  const browser = await launchChromium();
+  return {
+    t,
+    dns,
+    customer,
+    base,
+    browser,
+    async close() {
+      await browser.close();
+      await t.close();
+      await dns.close();
+    },
+  };
 }

@@ -7,38 +7,23 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderId } from '../../src/core/index.js';
 import { createWorker } from '../../src/main.js';
-import { createTestContext, type TestContext, type TestCustomer } from '../support/app.js';
-import { axeViolations, chromiumPresent, launchChromium, SCREENSHOTS } from '../support/chromium.js';
+import type { TestContext, TestCustomer } from '../support/app.js';
+import { axeViolations, browserSite, chromiumPresent, SCREENSHOTS } from '../support/chromium.js';
 import { testCsr } from '../support/csr.js';
-import { testDialects } from '../support/databases.js';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { ORDER_CONTACT } from '../support/issuing-context.js';
 
 describe.skipIf(!chromiumPresent())('the e-mail approval page in chromium', () => {
+  let site: Awaited<ReturnType<typeof browserSite>>;
   let t: TestContext;
   let c: TestCustomer;
   let browser: Browser;
   let base: string;
-  let dns: TestDnsServer;
 
   beforeAll(async () => {
-    // A real DNS server that knows nothing: CAA lookups before signing answer at once (no record).
-    dns = await startDnsServer();
-    t = await createTestContext(testDialects()[0]!, {
-      CERTDESK_RATE_LIMIT: '1000000',
-      CERTDESK_DNS_SERVERS: dns.address,
-    });
-    await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
-    c = await t.customer({ name: 'Approvals', creditLimit: 100000 });
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
-    browser = await launchChromium();
+    site = await browserSite('Approvals');
+    ({ t, customer: c, browser, base } = site);
   }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await t.close();
-    await dns.close();
-  });
+  afterAll(async () => site?.close());
 
   /** An EMAIL order's approval link, from the mail it sent. */
   const approvalLink = async () => {

@@ -6,13 +6,13 @@ import pino from 'pino';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/main.js';
-import { createTestContext, type TestContext, type TestCustomer } from '../support/app.js';
-import { axeViolations, chromiumPresent, launchChromium, SCREENSHOTS } from '../support/chromium.js';
-import { testDialects } from '../support/databases.js';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
+import type { TestContext, TestCustomer } from '../support/app.js';
+import { axeViolations, browserSite, chromiumPresent, SCREENSHOTS } from '../support/chromium.js';
+import type { TestDnsServer } from '../support/dns-server.js';
 import { verifyDelivered } from '../support/openssl-checks.js';
 
 describe.skipIf(!chromiumPresent())('the voucher redemption page in chromium', () => {
+  let site: Awaited<ReturnType<typeof browserSite>>;
   let t: TestContext;
   let dns: TestDnsServer;
   let seller: TestCustomer;
@@ -20,23 +20,10 @@ describe.skipIf(!chromiumPresent())('the voucher redemption page in chromium', (
   let base: string;
 
   beforeAll(async () => {
-    dns = await startDnsServer();
-    t = await createTestContext(testDialects()[0]!, {
-      CERTDESK_DNS_SERVERS: dns.address,
-      CERTDESK_RATE_LIMIT: '1000000',
-      CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000',
-    });
-    await t.services.ca.init({ rsaRootBits: 2048, rsaIntermediateBits: 2048 });
-    seller = await t.customer({ name: 'Seller', creditLimit: 100000 });
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
-    browser = await launchChromium();
+    site = await browserSite('Seller');
+    ({ t, dns, customer: seller, browser, base } = site);
   }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await t.close();
-    await dns.close();
-  });
+  afterAll(async () => site?.close());
 
   const voucher = async () => {
     const res = await t.call(seller.token, {

@@ -2,14 +2,16 @@
 import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config/index.js';
-import { CertdeskError, ServiceUrls, systemClock, type Clock } from './core/index.js';
+import { ServiceUrls, systemClock, type Clock } from './core/index.js';
 import { DcvResolver } from './validation/index.js';
 import {
   BuiltinCa,
   SealedKeyStore,
   readOrCreateKeyFile,
+  secretMac,
   secretSealer,
   type BrandHierarchy,
   type IssuerWithCapabilities,
@@ -33,11 +35,14 @@ import { OrderReads } from './ra/orders/order-reads.js';
 import { Users } from './ra/accounts/users.js';
 import { Applications } from './ra/accounts/applications.js';
 import { SignIn } from './ra/accounts/sign-in.js';
+import { SessionTokens } from './ra/accounts/session-tokens.js';
 import { SignInThrottle } from './ra/accounts/sign-in-throttle.js';
 import { TwoFactor } from './ra/accounts/two-factor.js';
 import { Orders } from './ra/orders/orders.js';
 import { Reconciliation } from './ra/issuance/reconciliation.js';
 import { Vetting } from './ra/orders/vetting.js';
+import { Operators } from './ra/operators/operators.js';
+import { OperatorConsole } from './ra/operators/operator-console.js';
 import { Pki } from './ra/issuance/pki.js';
 import { PrincipalCache } from './ra/accounts/principal-cache.js';
 import { Shop } from './ra/catalog/shop.js';
@@ -47,14 +52,18 @@ import { Vouchers } from './ra/vouchers/vouchers.js';
 import { Assessments, type Scanner } from './ra/scans/assessments.js';
 import { scanHost } from './scan/index.js';
 import {
+  localBroadcast,
   migrateToLatest,
   openDatabase,
   pingDatabase,
+  postgresBroadcast,
+  redisBroadcast,
   repositories,
   unitOfWork,
   type Db,
   type JobsRepo,
   type MailRepo,
+  OperatorsRepo,
 } from './storage/index.js';
 import { buildApp } from './web/app.js';
 import { logRedaction } from './web/log-redaction.js';
@@ -82,17 +91,22 @@ export interface Services {
   readonly applications: Applications;
   readonly signIn: SignIn;
   readonly twoFactor: TwoFactor;
+  readonly sessionTokens: SessionTokens;
   readonly orderFlow: OrderFlow;
   readonly dcvData: DcvData;
   readonly emailApprovals: EmailApprovals;
   readonly mailRepo: MailRepo;
   readonly vetting: Vetting;
+  readonly operators: Operators;
+  readonly operatorConsole: OperatorConsole;
   readonly lifecycle: Lifecycle;
   readonly reissues: Reissues;
   readonly vouchers: Vouchers;
   readonly assessments: Assessments;
   readonly notifier: Notifier;
   readonly reconciliation: Reconciliation;
+  /** The shared Redis (CERTDESK_REDIS_URL), if any: the rate limiter's store. */
+  readonly redis: Redis | undefined;
   close(): Promise<void>;
 }
 
@@ -138,14 +152,15 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const shop = new Shop({ catalog });
   const tools = new Tools({ catalog, dcvValues, clock, blockedNames: config.blockedNames });
   const principals = new PrincipalCache(config.authCacheSeconds * 1000);
-  const users = new Users({ ...repos, transact, principals, clock });
-  const applicationManager = new Applications({ ...repos, transact, principals, clock });
   const throttle = new SignInThrottle({ ...repos, clock });
+  const users = new Users({ ...repos, transact, principals, clock, throttle });
+  const applicationManager = new Applications({ ...repos, transact, principals, clock });
   const signIn = new SignIn({ ...repos, clock, throttle });
   // The key file's key opens the CA keys and, under keys derived from it, other sealed secrets.
   const keyFile = caKeyFile(config);
   const kek = readOrCreateKeyFile(keyFile);
   const twoFactor = new TwoFactor({ ...repos, clock, throttle, sealer: secretSealer(kek, 'totp secrets') });
+  const sessionTokens = new SessionTokens({ tokens, audit, clock, mac: secretMac(kek, 'web session tokens') });
   const oauth = new OAuth({
     applications,
     tokens,
@@ -214,7 +229,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     clock,
     urls,
   });
-  const orderReads = new OrderReads({ ...repos, certificates: issuer, clock });
+  const orderReads = new OrderReads({ ...repos, certificates: issuer, catalog, clock });
   const orders = new Orders({
     ...repos,
     catalog,
@@ -258,6 +273,26 @@ export async function createServices(config: Config, options: ServiceOptions = {
         })),
   });
   const vetting = new Vetting({ ...repos, flow: orderFlow, clock });
+  // Operators: accounts of their own, throttled under o:<username>, TOTP seeds sealed apart from users'.
+  const operatorAccounts = new Operators({
+    operators: new OperatorsRepo(db),
+    audit,
+    clock,
+    throttle: new SignInThrottle({ ...repos, clock, accountPrefix: 'o:' }),
+    sealer: secretSealer(kek, 'operator totp secrets'),
+  });
+  const operatorConsole = new OperatorConsole({
+    accounts,
+    customers: repos.customers,
+    principals,
+    vetting,
+    ca,
+    caRepo: repos.ca,
+    mail: mailRepo,
+    jobs,
+    audit,
+    clock,
+  });
   const lifecycle = new Lifecycle({ ...repos, catalog, clock, ca: issuer, notify: notifier, transact });
   const reissues = new Reissues({
     ...repos,
@@ -272,9 +307,27 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
   const reconciliation = new Reconciliation({ ...repos, ca: issuer, audit, clock });
 
+  // Redis when configured (rate limits shared by every process, and the broadcast); else the
+  // database's LISTEN/NOTIFY carries the news between processes (SQLite: one process, itself).
+  const onRedisError = (err: Error) => options.logger?.warn({ err }, 'Redis is unreachable; retrying');
+  const redis =
+    config.redisUrl === undefined
+      ? undefined
+      : new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 2000 }).on('error', onRedisError);
+  const broadcast =
+    redis !== undefined
+      ? await redisBroadcast(redis, `${config.redisPrefix}:broadcast`, { onError: onRedisError })
+      : db.dialect === 'postgres' && db.url !== undefined
+        ? await postgresBroadcast(db, db.url, { onError: onConnectionError })
+        : localBroadcast();
+  principals.connect(broadcast);
+
   const close = async () => {
     await ca.flush();
-    await db.close();
+    await broadcast.close();
+    redis?.disconnect();
+    // A database given by the caller stays the caller's to close.
+    if (options.db === undefined) await db.close();
   };
   return {
     config,
@@ -297,17 +350,21 @@ export async function createServices(config: Config, options: ServiceOptions = {
     applications: applicationManager,
     signIn,
     twoFactor,
+    sessionTokens,
     orderFlow,
     dcvData,
     emailApprovals,
     mailRepo,
     vetting,
+    operators: operatorAccounts,
+    operatorConsole,
     lifecycle,
     reissues,
     vouchers,
     assessments,
     notifier,
     reconciliation,
+    redis,
     close,
   };
 }
@@ -410,6 +467,28 @@ export function createWorker(services: Services, logger: Logger): Worker {
   });
 }
 
+/**
+ * Ready (/readyz): the database answers, Redis (when configured) answers, and the CA can sign on
+ * every chain (a first start listens only then). Error texts go to the log, not to the answer.
+ */
+async function readiness(services: Services, logger: Logger | false): Promise<Record<string, string>> {
+  const probe = async (part: string, check: () => Promise<unknown>) => {
+    try {
+      await check();
+      return 'ok';
+    } catch (err) {
+      if (logger !== false) logger.warn({ err }, `readiness: ${part} failed`);
+      return 'unreachable';
+    }
+  };
+  const redis = services.redis;
+  return {
+    database: await probe('database', () => pingDatabase(services.db)),
+    redis: redis === undefined ? 'not configured' : await probe('redis', () => redis.ping()),
+    caKeys: services.ca.isInitialized() ? 'ok' : 'the CA hierarchy is not complete yet',
+  };
+}
+
 /** The HTTP app over the services. */
 export function createWebApp(services: Services, logger: Logger | false): Promise<App> {
   const { config } = services;
@@ -422,6 +501,9 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       rateLimitAnonymous: config.rateLimitAnonymous,
       publicUrl: config.publicUrl ?? '',
       logger,
+      ...(services.redis === undefined
+        ? {}
+        : { redis: { client: services.redis, namespace: `${config.redisPrefix}:rl:` } }),
     },
     {
       accounts: services.accounts,
@@ -430,11 +512,7 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       tools: services.tools,
       metrics: services.metrics,
       // Ready: the database answers and the CA can sign on every chain (a first start listens only then).
-      ready: async () => {
-        await pingDatabase(services.db);
-        if (!services.ca.isInitialized())
-          throw new CertdeskError('notReady', 'The service is not ready: the CA hierarchy is not complete yet.');
-      },
+      ready: () => readiness(services, logger),
       pki: services.pki,
       orders: services.orders,
       orderReads: services.orderReads,
@@ -444,8 +522,13 @@ export function createWebApp(services: Services, logger: Logger | false): Promis
       applications: services.applications,
       signIn: services.signIn,
       twoFactor: services.twoFactor,
+      sessionTokens: services.sessionTokens,
+      hashStore: services.hashStore,
+      orderFlow: services.orderFlow,
       dcvData: services.dcvData,
       emailApprovals: services.emailApprovals,
+      operators: services.operators,
+      operatorConsole: services.operatorConsole,
       lifecycle: services.lifecycle,
       reissues: services.reissues,
       clock: services.clock,

@@ -21,7 +21,8 @@ const fails = (args: string[]) =>
     (e: { code: number; stderr: string }) => e,
   );
 
-describe('certdesk ca …', () => {
+// Each test starts several certdesk processes one after another: bounded generously, as CI may run on a loaded machine.
+describe('certdesk ca …', { timeout: 180_000 }, () => {
   beforeAll(async () => {
     const init = JSON.parse(await cli(['ca', 'init', '--json'])) as { Created: string[] };
     expect(init.Created).toContain('trustpoint-rsa-root-1');

@@ -13,7 +13,8 @@ const run = promisify(execFile);
 const BIN = new URL('../bin/certdesk', import.meta.url).pathname;
 const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
 
-describe('certdesk ca orphans', () => {
+// Each test starts several certdesk processes one after another: bounded generously, as CI may run on a loaded machine.
+describe('certdesk ca orphans', { timeout: 180_000 }, () => {
   it('ok/lists a certificate signed for an order that no issuance delivered, revokes it with --revoke, and the metric follows', async () => {
     const dir = await caFixtureDataDir('cli-orphans-');
     const vars = { CERTDESK_DATA_DIR: dir, CERTDESK_DNS_SERVERS: '127.0.0.1:9' };

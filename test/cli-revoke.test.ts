@@ -20,7 +20,8 @@ const fails = (args: string[]) =>
     (e: { code: number; stderr: string }) => e,
   );
 
-describe('certdesk ca revoke of a revoked certificate', () => {
+// Each test starts several certdesk processes one after another: bounded generously, as CI may run on a loaded machine.
+describe('certdesk ca revoke of a revoked certificate', { timeout: 180_000 }, () => {
   let serial: string;
 
   beforeAll(async () => {

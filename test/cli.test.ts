@@ -18,7 +18,8 @@ function env(dataDir: string, extra: Record<string, string> = {}): NodeJS.Proces
   return { ...clean, CERTDESK_DATA_DIR: dataDir, ...extra };
 }
 
-describe('certdesk CLI', () => {
+// Each test starts several certdesk processes one after another: bounded generously, as CI may run on a loaded machine.
+describe('certdesk CLI', { timeout: 180_000 }, () => {
   it('ok/customer create --json prints working credentials; app create narrows scopes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cli-'));
     const { stdout } = await run(

@@ -6,12 +6,9 @@
 // accepted order must be COMPLETE with exactly one live certificate, every voucher redeemed once
 // by the order it answered with, the reconciliation must find no certificate its order cannot
 // reach, and the credit used must equal the charges.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/index.js';
 import { createServices } from '../src/main.js';
@@ -22,9 +19,8 @@ import { testCsr } from './support/csr.js';
 import { scratchPostgresDatabase } from './support/databases.js';
 import { startDnsServer } from './support/dns-server.js';
 import { freePort } from './support/ports.js';
+import { certdesk, kill, sleep } from './support/processes.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CERTDESK = join(ROOT, 'bin', 'certdesk');
 const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
 const ORDERS = 200;
 const AT_ONCE = 16;
@@ -44,41 +40,6 @@ function targets(): Target[] {
   const url = process.env.CERTDESK_TEST_DATABASE_URL;
   if (url === undefined || url === '') return [sqlite];
   return [sqlite, { dialect: 'postgres', kills: 5, create: () => scratchPostgresDatabase(url) }];
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A `certdesk serve` child; `ready` resolves once /readyz answers. */
-function serve(env: Record<string, string>, base: string): { child: ChildProcess; ready: Promise<void> } {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CERTDESK_')));
-  const child = spawn(process.execPath, [CERTDESK, 'serve'], {
-    cwd: ROOT,
-    env: { ...inherited, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  // Its messages, shown only when it fails to start.
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => void (stderr = (stderr + chunk.toString()).slice(-4000)));
-  const ready = (async () => {
-    for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null)
-        throw new Error(`certdesk serve exited (${child.exitCode ?? child.signalCode}) before it was ready: ${stderr}`);
-      try {
-        if ((await fetch(`${base}/readyz`)).ok) return;
-      } catch {
-        // not listening yet
-      }
-      await sleep(100);
-    }
-  })();
-  return { child, ready };
-}
-
-async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = once(child, 'exit');
-  child.kill('SIGKILL');
-  await gone;
 }
 
 describe.each(targets())('certdesk serve killed again and again under load, on $dialect', (target) => {
@@ -140,7 +101,7 @@ describe.each(targets())('certdesk serve killed again and again under load, on $
     await services.close();
 
     // Step 2: load from 16 clients; a request that dies with the server is sent again, unchanged.
-    let server = serve(env, base);
+    let server = certdesk('serve', env, `${base}/readyz`);
     await server.ready;
     const bearer = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const dnsData = await fetch(`${base}/rest/v1/DNSData`, {
@@ -227,7 +188,7 @@ describe.each(targets())('certdesk serve killed again and again under load, on $
       await kill(server.child);
       kills++;
       released = Math.min(released + batch, ORDERS);
-      server = serve(env, base);
+      server = certdesk('serve', env, `${base}/readyz`);
       await server.ready;
     }
     released = ORDERS;

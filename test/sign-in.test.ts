@@ -221,7 +221,7 @@ describe.each(testDialects())('sign-in and the authorization_code flow on $diale
     expect(form.text).toContain('Anmelden');
     expect(form.text).toContain('lang="de"');
     const signedIn = await b.send('POST', '/signin', { username, password: PASSWORD, next: '//evil.example/x' });
-    expect(signedIn.location).toBe('/account');
+    expect(signedIn.location).toBe('/');
     const account = await b.send('GET', '/account');
     expect(account.text).toContain('Angemeldet als');
     const out = await b.send('POST', '/signout', hiddenFields(account.text));

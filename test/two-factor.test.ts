@@ -107,7 +107,7 @@ describe.each(testDialects())('two-factor sign-in on $dialect', (dialect) => {
     expect(wrong.status).toBe(401);
     expect(wrong.text).toContain('Sign-in failed');
     const right = await b.send('POST', '/signin/code', { ...hiddenFields(form.text), code: codeFor(secret) });
-    expect([right.status, right.location]).toEqual([303, '/account']);
+    expect([right.status, right.location]).toEqual([303, '/']);
     expect((await b.send('GET', '/account')).status).toBe(200);
   });
 

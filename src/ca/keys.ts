@@ -2,6 +2,7 @@ import {
   createCipheriv,
   hkdfSync,
   createDecipheriv,
+  createHmac,
   createPrivateKey,
   createPublicKey,
   randomBytes,
@@ -118,6 +119,15 @@ export function secretSealer(kek: Buffer, purpose: string): SecretSealer {
     seal: (id, plaintext) => seal(key, id, Buffer.from(plaintext, 'utf8')),
     open: (id, sealed) => unseal(key, id, sealed).toString('utf8'),
   };
+}
+
+/**
+ * A keyed MAC (HMAC-SHA256, base64url) under a key derived from the key file's like secretSealer's:
+ * values only this installation can compute from an input (the web interface's session tokens).
+ */
+export function secretMac(kek: Buffer, purpose: string): (input: string) => string {
+  const key = Buffer.from(hkdfSync('sha256', kek, Buffer.alloc(0), `certdesk ${purpose}`, 32));
+  return (input) => createHmac('sha256', key).update(input, 'utf8').digest('base64url');
 }
 
 /** AlgorithmIdentifier of the signatures a key makes with a hash. */

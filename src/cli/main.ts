@@ -15,6 +15,7 @@ import type { Roles } from '../run.js';
 import { addCaCommands } from './ca-commands.js';
 import { addKvCommands } from './kv-commands.js';
 import { addMailCommands } from './mail-commands.js';
+import { addOperatorCommands } from './operator-commands.js';
 import { addOrphansCommand } from './orphans-command.js';
 import { addVettingCommands } from './vetting-commands.js';
 import { addVoucherCommands } from './voucher-commands.js';
@@ -95,6 +96,11 @@ export function buildCli(): Command {
     api: true,
     worker: c.worker,
     kv: true,
+  }));
+  roleCommand('api', 'run the API only (several may share one PostgreSQL database)', () => ({
+    api: true,
+    worker: false,
+    kv: false,
   }));
   roleCommand('worker', 'run the job worker only', () => ({ api: false, worker: true, kv: false }));
   roleCommand('kv', 'run the hash store listener only', () => ({ api: false, worker: false, kv: true }));
@@ -290,6 +296,10 @@ export function buildCli(): Command {
   addMailCommands(program, async () => {
     const services = await openServices();
     return { mail: services.mailRepo, close: () => services.close() };
+  });
+  addOperatorCommands(program, async () => {
+    const services = await openServices();
+    return { operators: services.operators, close: () => services.close() };
   });
   return program;
 }

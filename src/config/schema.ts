@@ -103,6 +103,18 @@ export const SCHEMA = {
     fileable: true,
     doc: '`postgres://…` for PostgreSQL; unset = SQLite file `certdesk.db` in the data directory.',
   },
+  redisUrl: {
+    env: 'CERTDESK_REDIS_URL',
+    parse: (t) => (/^rediss?:\/\//i.test(t) ? t : { problem: 'a redis:// or rediss:// URL' }),
+    fileable: true,
+    doc: '`redis://…`: rate limits shared by every process, and cache invalidation through Redis pub/sub (else PostgreSQL LISTEN/NOTIFY); unset = rate limits per process.',
+  },
+  redisPrefix: {
+    env: 'CERTDESK_REDIS_PREFIX',
+    default: 'certdesk',
+    parse: (t) => (/^[A-Za-z0-9_.-]{1,64}$/.test(t) ? t : { problem: '1 to 64 letters, digits, _ . or -' }),
+    doc: "What this deployment's Redis keys and channel start with: deployments sharing one Redis need different prefixes.",
+  },
   publicUrl: {
     env: 'CERTDESK_PUBLIC_URL',
     parse: url,

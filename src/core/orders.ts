@@ -65,7 +65,7 @@ export function parseStatusFilter(text: string): { statuses: MajorStatus[]; unkn
 }
 
 /** What GET /Orders sorts by: OrderBy names one of these, ID (the original service's name) by default. */
-export type OrderSortField = 'ServiceOrderID' | 'OrderDate' | 'UpdateDate' | 'CommonName';
+export type OrderSortField = 'ServiceOrderID' | 'OrderDate' | 'UpdateDate' | 'CommonName' | 'EndDate';
 
 /** OrderBy values and the field each sorts by; `ID` and `CertCenterOrderID` alias the order id. */
 const ORDER_BY: Readonly<Record<string, OrderSortField>> = {
@@ -75,6 +75,7 @@ const ORDER_BY: Readonly<Record<string, OrderSortField>> = {
   OrderDate: 'OrderDate',
   UpdateDate: 'UpdateDate',
   CommonName: 'CommonName',
+  EndDate: 'EndDate',
 };
 export const ORDER_BY_VALUES = Object.keys(ORDER_BY);
 

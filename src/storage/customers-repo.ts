@@ -113,4 +113,53 @@ export class CustomersRepo {
     const rows = await this.db.kysely.selectFrom('customers').select(COLUMNS).orderBy('id').execute();
     return rows.map(toCustomer);
   }
+
+  /**
+   * Sets the credit limit, guarded by the limit the operator saw (`from`): false, changing
+   * nothing, when there is no such customer or its limit changed meanwhile.
+   */
+  async setCreditLimit(id: CustomerId, from: number, to: number, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('customers')
+      .set({ credit_limit_minor: to, updated_at: now })
+      .where('id', '=', id)
+      .where('credit_limit_minor', '=', from)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Suspends a customer that is not suspended. False, changing nothing, otherwise. */
+  async suspend(id: CustomerId, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('customers')
+      .set({ suspended_at: now, updated_at: now })
+      .where('id', '=', id)
+      .where('suspended_at', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Lifts the suspension of a suspended customer. False, changing nothing, otherwise. */
+  async unsuspend(id: CustomerId, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('customers')
+      .set({ suspended_at: null, updated_at: now })
+      .where('id', '=', id)
+      .where('suspended_at', 'is not', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Every customer with when it was suspended (null: it is not), by id; for operators. */
+  async listWithSuspension(): Promise<{ customer: Customer; suspendedAt: number | null }[]> {
+    const rows = await this.db.kysely
+      .selectFrom('customers')
+      .select([...COLUMNS, 'suspended_at'])
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => ({
+      customer: toCustomer(r),
+      suspendedAt: r.suspended_at === null ? null : Number(r.suspended_at),
+    }));
+  }
 }

@@ -10,6 +10,8 @@ export interface Db {
   readonly dialect: Dialect;
   /** PostgreSQL schema the connections use, when not the default. */
   readonly schema?: string;
+  /** PostgreSQL: the server's URL (a process's LISTEN connection opens its own). */
+  readonly url?: string;
   /** Closes every connection; the Db is unusable afterwards. */
   close(): Promise<void>;
 }
@@ -102,7 +104,13 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
   });
   pool.on('error', options.onConnectionError ?? (() => undefined));
   const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { kysely, dialect: 'postgres', ...(schema === undefined ? {} : { schema }), close: () => kysely.destroy() };
+  return {
+    kysely,
+    dialect: 'postgres',
+    url: options.url,
+    ...(schema === undefined ? {} : { schema }),
+    close: () => kysely.destroy(),
+  };
 }
 
 /**

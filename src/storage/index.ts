@@ -22,3 +22,5 @@ export * from './order-names-repo.js';
 export * from './order-queries-repo.js';
 export * from './mail-repo.js';
 export * from './repositories.js';
+export * from './operators-repo.js';
+export * from './broadcast.js';

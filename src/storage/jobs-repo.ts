@@ -284,6 +284,34 @@ export class JobsRepo {
     return counts;
   }
 
+  /** Jobs the worker gave up on (`dead`), the most recently failed first; for operators. */
+  async listDead(limit: number): Promise<StoredJob[]> {
+    const rows = await this.db.kysely
+      .selectFrom('jobs')
+      .select(COLUMNS)
+      .where('status', '=', 'dead')
+      .orderBy('updated_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map(toJob);
+  }
+
+  /**
+   * An operator's retry of a dead job: dead → queued, due now, attempts from zero (its last error
+   * kept until it runs). One guarded UPDATE: false, changing nothing, when the job is not dead
+   * (already retried, or never failed), so two retries at once queue it once.
+   */
+  async retryDead(id: JobId, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('jobs')
+      .set({ status: 'queued', run_at: now, attempts: 0, lease_owner: null, lease_expires_at: null, updated_at: now })
+      .where('id', '=', id)
+      .where('status', '=', 'dead')
+      .executeTakeFirst();
+    return res.numUpdatedRows > 0n;
+  }
+
   // The guard every worker-side transition shares: the job is running and leased to `owner`.
   private async finish(id: JobId, owner: string, changes: Partial<Selectable<JobsTable>>): Promise<boolean> {
     const res = await this.db.kysely

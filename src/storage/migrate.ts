@@ -17,6 +17,8 @@ import { twoFactor } from './migrations/0014-two-factor.js';
 import { signInThrottle } from './migrations/0015-sign-in-throttle.js';
 import { vouchers } from './migrations/0016-vouchers.js';
 import { scans } from './migrations/0017-scans.js';
+import { operators } from './migrations/0018-operators.js';
+import { orderExpiryIndex } from './migrations/0019-order-expiry-index.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -38,6 +40,8 @@ function migrations(db: Db): Record<string, Migration> {
     '0015-sign-in-throttle': signInThrottle(db.dialect),
     '0016-vouchers': vouchers(db.dialect),
     '0017-scans': scans(db.dialect),
+    '0018-operators': operators(db.dialect),
+    '0019-order-expiry-index': orderExpiryIndex(db.dialect),
   };
 }
 

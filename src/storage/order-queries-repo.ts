@@ -11,6 +11,8 @@ export interface OrderFilter {
   readonly commonName?: string;
   /** Only these orders (an empty list matches none). */
   readonly ids?: readonly OrderId[];
+  /** Only orders whose current certificate ends in [from, to) (certdesk's ExpiresWithinDays). */
+  readonly endsBetween?: { readonly from: number; readonly to: number };
   readonly orderBy: OrderSortField;
   readonly orderDir: 'ASC' | 'DESC';
   readonly offset: number;
@@ -22,6 +24,7 @@ const ORDER_COLUMNS = {
   OrderDate: 'order_date',
   UpdateDate: 'update_date',
   CommonName: 'common_name',
+  EndDate: 'cert_not_after',
 } as const;
 
 /** A LIKE pattern in which only `%` is a wildcard; names are stored lower-case, so the pattern is too. */
@@ -44,6 +47,11 @@ export class OrderQueriesRepo {
       q = q.where('product_type', 'in', [...f.productTypes]);
     if (f.commonName !== undefined)
       q = q.where(sql<boolean>`common_name LIKE ${likePattern(f.commonName)} ESCAPE '\\'`);
+    if (f.endsBetween !== undefined)
+      q = q
+        .where('major_status', '=', 'COMPLETE')
+        .where('cert_not_after', '>=', f.endsBetween.from)
+        .where('cert_not_after', '<', f.endsBetween.to);
     if (f.ids !== undefined) q = f.ids.length === 0 ? q.where(sql<boolean>`1 = 0`) : q.where('id', 'in', [...f.ids]);
     const column = ORDER_COLUMNS[f.orderBy];
     const dir = f.orderDir === 'ASC' ? 'asc' : 'desc';

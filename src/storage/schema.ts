@@ -20,6 +20,8 @@ export interface CustomersTable {
   password_min_length: Generated<number>;
   /** 1: every user must sign in with a second factor. */
   require_two_factor: Generated<number>;
+  /** When an operator suspended the customer (its tokens and sign-ins refused); null when not suspended. */
+  suspended_at: number | null;
 }
 
 export interface UsersTable {
@@ -283,6 +285,8 @@ export interface DB {
   vouchers: VouchersTable;
   vulnerability_assessments: VulnerabilityAssessmentsTable;
   scan_reports: ScanReportsTable;
+  operators: OperatorsTable;
+  operator_sessions: OperatorSessionsTable;
 }
 
 export interface KvKeysTable {
@@ -429,4 +433,33 @@ export interface ScanReportsTable {
   critical: string;
   /** The whole report (JSON of the RA's ScanReport). */
   report: string;
+}
+
+export interface OperatorsTable {
+  id: Generated<number>;
+  username: string;
+  /** argon2id of the password. */
+  password_hash: string;
+  /** The TOTP seed, sealed (AES-256-GCM) for this operator; a second factor is mandatory. */
+  totp_secret: string;
+  /** The last TOTP time step accepted: a code is good once. */
+  totp_last_step: number | null;
+  created_at: number;
+  disabled_at: number | null;
+}
+
+export interface OperatorSessionsTable {
+  id: Generated<number>;
+  /** SHA-256 (hex) of the session cookie. */
+  token_hash: string;
+  operator_id: number;
+  /** The CSRF token the session's forms carry. */
+  csrf: string;
+  created_at: number;
+  /** The last request: a session idle for too long ends. */
+  last_seen_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+  /** 1 while the session is past the password but not yet past the TOTP code. */
+  second_factor_pending: Generated<number>;
 }

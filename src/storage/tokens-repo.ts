@@ -25,29 +25,37 @@ export class TokensRepo {
   constructor(private readonly db: Db) {}
 
   async insert(tokens: readonly NewToken[], now: number): Promise<void> {
-    await this.db.kysely
-      .insertInto('oauth_tokens')
-      .values(
-        tokens.map((t) => ({
-          token_hash: t.hash,
-          kind: t.kind,
-          family: t.family,
-          application_id: t.applicationId,
-          user_id: t.userId,
-          customer_id: t.customerId,
-          scopes: t.scopes.join(' '),
-          auth_type: t.authType,
-          expires_at: t.expiresAt,
-          created_at: now,
-          revoked_at: null,
-        })),
-      )
+    await this.insertQuery(tokens, now).execute();
+  }
+
+  /** Inserts a token unless one with its hash exists (live or revoked: a revoked one stays revoked). */
+  async insertOnce(token: NewToken, now: number): Promise<void> {
+    await this.insertQuery([token], now)
+      .onConflict((oc) => oc.column('token_hash').doNothing())
       .execute();
+  }
+
+  private insertQuery(tokens: readonly NewToken[], now: number) {
+    return this.db.kysely.insertInto('oauth_tokens').values(
+      tokens.map((t) => ({
+        token_hash: t.hash,
+        kind: t.kind,
+        family: t.family,
+        application_id: t.applicationId,
+        user_id: t.userId,
+        customer_id: t.customerId,
+        scopes: t.scopes.join(' '),
+        auth_type: t.authType,
+        expires_at: t.expiresAt,
+        created_at: now,
+        revoked_at: null,
+      })),
+    );
   }
 
   /**
    * The live token with this hash: not revoked, not expired, its user active and not deleted,
-   * its application not revoked; with the account settings. One query: this runs on every
+   * its customer not suspended, its application not revoked; with the account settings. One query: this runs on every
    * authenticated request that misses the principal cache.
    */
   async findLive(hash: string, now: number): Promise<StoredToken | undefined> {
@@ -79,6 +87,7 @@ export class TokensRepo {
       .where('t.expires_at', '>', now)
       .where('u.active', '=', 1)
       .where('u.deleted_at', 'is', null)
+      .where('c.suspended_at', 'is', null)
       .executeTakeFirst();
     if (row === undefined || row.app_revoked_at !== null) return undefined;
     return {

@@ -124,7 +124,7 @@ export class UsersRepo {
 
   /**
    * A live, active user by username (usernames are global) with its password hash, for signing in;
-   * undefined for an unknown, inactive or deleted user.
+   * undefined for an unknown, inactive or deleted user, or one of a suspended customer.
    */
   async credentials(username: string): Promise<{ user: User; passwordHash: string } | undefined> {
     const row = await this.db.kysely
@@ -133,6 +133,9 @@ export class UsersRepo {
       .where('username', '=', username)
       .where('active', '=', 1)
       .where('deleted_at', 'is', null)
+      .where('customer_id', 'not in', (eb) =>
+        eb.selectFrom('customers').select('id').where('suspended_at', 'is not', null),
+      )
       .executeTakeFirst();
     return row === undefined ? undefined : { user: toUser(row), passwordHash: row.password_hash };
   }

@@ -43,11 +43,13 @@ export class WebSessionsRepo {
       .execute();
   }
 
-  /** The live session with this cookie hash: not revoked, not expired, its user active and not deleted. */
+  /** The live session with this cookie hash: not revoked, not expired, its user active and not deleted, its customer not suspended. */
   async findLive(tokenHash: string, now: number): Promise<WebSession | undefined> {
     const row = await this.db.kysely
       .selectFrom('web_sessions as s')
       .innerJoin('users as u', 'u.id', 's.user_id')
+      .innerJoin('customers as c', 'c.id', 's.customer_id')
+      .where('c.suspended_at', 'is', null)
       .select(['s.id', 's.user_id', 's.customer_id', 's.csrf', 's.expires_at', 's.second_factor_pending'])
       .where('s.token_hash', '=', tokenHash)
       .where('s.revoked_at', 'is', null)

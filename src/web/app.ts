@@ -13,10 +13,17 @@ import { registerOpenApi } from './ops/openapi.js';
 import { registerOAuth } from './oauth/routes.js';
 import { registerPki, type PkiDeps } from './pki/routes.js';
 import { registerApprovalPage } from './dcv/approval.js';
-import { registerSignIn } from './ui/sign-in.js';
+import { cookieOf, registerSignIn } from './ui/sign-in.js';
+import type { SessionTokens } from '../ra/accounts/session-tokens.js';
+import type { Redis } from 'ioredis';
 import { registerTwoFactor } from './ui/two-factor.js';
 import { registerAssets } from './ui/assets.js';
 import { registerRedeemPage } from './ui/redeem.js';
+import { registerConsole } from './ui/console/profile.js';
+import type { HashStore } from '../ra/hash-store/hash-store.js';
+import { registerOperatorPages } from './ui/operator/index.js';
+import type { Operators } from '../ra/operators/operators.js';
+import type { OperatorConsole } from '../ra/operators/operator-console.js';
 import type { SignIn } from '../ra/accounts/sign-in.js';
 import type { TwoFactor } from '../ra/accounts/two-factor.js';
 import { registerRest, type RestDeps } from './rest/index.js';
@@ -37,12 +44,23 @@ export interface WebOptions {
   readonly logger: Logger | false;
   /** Milliseconds a request (headers and body) may take to arrive before a 408 (default 30 s). */
   readonly requestTimeout?: number;
+  /** Redis (CERTDESK_REDIS_URL): the rate limits' counters, shared by every process; without it each process counts alone. */
+  readonly redis?: { readonly client: Redis; readonly namespace: string };
 }
 
 export type WebDeps = RestDeps &
   OpsDeps &
   PkiDeps &
-  Parameters<typeof registerOAuth>[1] & { readonly signIn: SignIn; readonly twoFactor: TwoFactor };
+  OperatorDeps &
+  Parameters<typeof registerOAuth>[1] & {
+    readonly signIn: SignIn;
+    readonly twoFactor: TwoFactor;
+    readonly sessionTokens: SessionTokens;
+    readonly hashStore: HashStore;
+  };
+
+/** What the operator screens need (their sign-in and console). */
+type OperatorDeps = { readonly operators: Operators; readonly operatorConsole: OperatorConsole };
 
 /**
  * Builds the HTTP front end: /rest/v1, /oauth2, operations routes and the OpenAPI document.
@@ -99,10 +117,23 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
 
   // Step 2: who is calling, rate limits by application (or user) or else by address, then scope and role checks.
   addAuthResolution(app, deps.oauth);
+  // The web interface's pages carry no bearer: a signed-in person's count against the person, as
+  // the API calls behind them do (u:<id>), not against an address an office may share.
+  app.addHook('onRequest', async (request) => {
+    if (request.rateKey !== undefined) return;
+    const cookie = cookieOf(request);
+    const signedIn = cookie === undefined ? undefined : await deps.signIn.session(cookie);
+    if (signedIn !== undefined) request.rateKey = `u:${signedIn.user.id}`;
+  });
   await app.register(rateLimit, {
     global: true,
     timeWindow: 60_000,
     keyGenerator: (request) => request.rateKey ?? `a:${request.ip}`,
+    // Shared counters when there is a Redis; should it fail, requests pass (the limits protect,
+    // they must not take the service down with Redis) and the failure is logged.
+    ...(options.redis === undefined
+      ? {}
+      : { redis: options.redis.client, nameSpace: options.redis.namespace, skipOnError: true }),
     max: (_request, key) => (key.startsWith('a:') ? options.rateLimitAnonymous : options.rateLimit),
     // Limit headers only on 429 (with Retry-After): on every response they cost ~5 % of a cheap request.
     addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
@@ -146,6 +177,8 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
   registerTwoFactor(app, deps);
   registerAssets(app);
   registerRedeemPage(app);
+  registerConsole(app, { ...deps, publicUrl: options.publicUrl });
+  registerOperatorPages(app, { ...deps, secureCookies: options.publicUrl.startsWith('https:') });
   await app.register(async (rest) => registerRest(rest as App, deps), { prefix: '/rest/v1' });
   return app;
 }

@@ -75,7 +75,7 @@ describe.each(testDialects())('operations endpoints on $dialect', (dialect) => {
   });
 
   it('fail/unknown paths → 404 JSON envelope', async () => {
-    for (const url of ['/', '/rest/v1', '/rest/v1/Nope', '/rest/v2/Profile']) {
+    for (const url of ['/nope', '/rest/v1', '/rest/v1/Nope', '/rest/v2/Profile']) {
       const res = await t.app.inject({ method: 'GET', url });
       expect(res.statusCode).toBe(404);
       expect(res.json()).toMatchObject({ success: false, ErrorId: -2404 });

@@ -337,7 +337,7 @@ describe.each(testDialects())('users on $dialect', (dialect) => {
   });
 
   describe('a second process', () => {
-    it("refuses a deactivated user's token within its principal cache's time, not before", async () => {
+    it("refuses a deactivated user's token at once on PostgreSQL (LISTEN/NOTIFY), on SQLite within its principal cache's time", async () => {
       const other = await createServices(
         loadConfig({
           CERTDESK_DATA_DIR: '/nonexistent-test-data',
@@ -359,12 +359,19 @@ describe.each(testDialects())('users on $dialect', (dialect) => {
         expect((await there()).statusCode).toBe(200);
         expect((await call(admin, 'POST', `/User/${m.id}`, { Active: false })).statusCode).toBe(200);
         expect((await profile(m.token)).statusCode).toBe(401);
-        expect((await there()).statusCode).toBe(200);
-        t.clock.set(t.clock.nowSeconds() + 90);
-        expect((await there()).statusCode).toBe(401);
+        if (dialect.dialect === 'postgres') {
+          // The news went out before the change was answered: the other process has dropped its cache.
+          expect((await there()).statusCode).toBe(401);
+        } else {
+          // One SQLite file, two service instances in one process: no broadcast between them, the TTL bounds it.
+          expect((await there()).statusCode).toBe(200);
+          t.clock.set(t.clock.nowSeconds() + 90);
+          expect((await there()).statusCode).toBe(401);
+        }
       } finally {
         t.clock.set(saved);
         await app.close();
+        await other.close();
       }
     });
   });

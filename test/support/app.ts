@@ -107,6 +107,8 @@ export async function createTestContext(
     },
     async close() {
       await app.close();
+      // The services' own connections (PostgreSQL's LISTEN), then the database.
+      await services.close();
       await db.close();
     },
   };

@@ -40,6 +40,7 @@ export async function writeCaKeyFixture(dir: string): Promise<string> {
     });
   } finally {
     await services.close();
+    await db.close();
   }
   const fixture: CaKeyFixture = {
     keys: made.map(({ id, algorithm, key }) => ({

@@ -120,7 +120,7 @@ export class Applications {
       });
       return after;
     });
-    if (narrowed) this.deps.principals.clear();
+    if (narrowed) await this.deps.principals.clear();
     return updated;
   }
 
@@ -133,7 +133,7 @@ export class Applications {
       const revokedTokens = await repos.tokens.revokeAllOfApplication(current.id, now);
       await this.audit(repos, actor, now, 'application.revoked', current, { revokedTokens });
     });
-    this.deps.principals.clear();
+    await this.deps.principals.clear();
     return { ...current, revoked: true };
   }
 

@@ -106,7 +106,7 @@ export class OAuth {
       const stored = await this.deps.tokens.findLive(hash, now);
       if (stored === undefined || stored.kind !== 'refresh' || stored.applicationId !== app.id) {
         // A revoked refresh token presented again may have been stolen: end its family.
-        if ((await this.deps.tokens.revokeFamilyOf(hash, now, app.id)) > 0) this.deps.principals.clear();
+        if ((await this.deps.tokens.revokeFamilyOf(hash, now, app.id)) > 0) await this.deps.principals.clear();
         throw new OAuthProblem('invalid_grant', 'the refresh token is invalid, expired or revoked');
       }
       if (!(await this.deps.tokens.revokeOne(hash, now)))
@@ -179,7 +179,7 @@ export class OAuth {
     const now = this.deps.clock.nowSeconds();
     const n = await this.deps.tokens.revokeFamilyOf(hashSecret(req.token), now, app.id);
     if (n > 0) {
-      this.deps.principals.clear();
+      await this.deps.principals.clear();
       await this.deps.audit.append({
         at: now,
         customerId: app.customerId,
@@ -200,9 +200,10 @@ export class OAuth {
     const nowMs = Math.max(this.deps.nowMs?.() ?? Date.now(), nowSeconds * 1000);
     const cached = this.deps.principals.get(bearer, nowMs);
     if (cached !== undefined && cached.expiresAt > nowSeconds) return cached;
+    const epoch = this.deps.principals.epoch;
     const stored = await this.deps.tokens.findLive(hashSecret(bearer), nowSeconds);
     if (stored?.kind !== 'access') return undefined;
-    this.deps.principals.set(bearer, stored, nowMs);
+    this.deps.principals.set(bearer, stored, nowMs, epoch);
     return stored;
   }
 

@@ -16,31 +16,46 @@ const delayAfter = (free: number) => (failures: number) =>
   failures < free ? 0 : Math.min(2 ** (failures - free), MAX_DELAY);
 
 export class SignInThrottle {
-  constructor(private readonly deps: { readonly signInFailures: SignInFailuresRepo; readonly clock: Clock }) {}
+  constructor(
+    private readonly deps: {
+      readonly signInFailures: SignInFailuresRepo;
+      readonly clock: Clock;
+      /** What account keys start with: `u:` for customers' users (the default), `o:` for operators. */
+      readonly accountPrefix?: string;
+    },
+  ) {}
 
   /** Seconds until `username` from `address` may try again; 0 when it may now. */
   async wait(username: string, address: string | null): Promise<number> {
     const now = this.deps.clock.nowSeconds();
-    const until = await this.deps.signInFailures.blockedUntil(keys(username, address), now);
+    const until = await this.deps.signInFailures.blockedUntil(keys(this.accountKey(username), address), now);
     return until > now ? until - now : 0;
   }
 
   /** Counts a failed password or code for the account and the address. */
   async failed(username: string, address: string | null): Promise<void> {
     const now = this.deps.clock.nowSeconds();
-    await this.deps.signInFailures.recordFailure(accountKey(username), now, FORGET_AFTER, delayAfter(FREE.account));
+    await this.deps.signInFailures.recordFailure(
+      this.accountKey(username),
+      now,
+      FORGET_AFTER,
+      delayAfter(FREE.account),
+    );
     if (address !== null)
       await this.deps.signInFailures.recordFailure(`a:${address}`, now, FORGET_AFTER, delayAfter(FREE.address));
   }
 
   /** The account signed in: its failures are forgotten (the address's are not). */
   async succeeded(username: string): Promise<void> {
-    await this.deps.signInFailures.reset(accountKey(username));
+    await this.deps.signInFailures.reset(this.accountKey(username));
+  }
+
+  private accountKey(username: string): string {
+    return `${this.deps.accountPrefix ?? 'u:'}${username.toLowerCase().slice(0, 64)}`;
   }
 }
 
-const accountKey = (username: string) => `u:${username.toLowerCase().slice(0, 64)}`;
-const keys = (username: string, address: string | null) => [
-  accountKey(username),
+const keys = (accountKey: string, address: string | null) => [
+  accountKey,
   ...(address === null ? [] : [`a:${address}`]),
 ];

@@ -76,7 +76,7 @@ export class TwoFactor {
 
   /** Starts an enrolment: a new secret, kept as pending; the otpauth:// URI an authenticator app scans. */
   async startEnrolment(signedIn: SignedIn): Promise<{ secret: string; uri: string }> {
-    const secret = new Secret({ size: 20 }).base32;
+    const secret = newTotpSecret();
     await this.deps.twoFactor.setPending(signedIn.user.id, this.deps.sealer.seal(sealedFor(signedIn.user), secret));
     return { secret, uri: this.totp(secret, signedIn.user.username).toString() };
   }
@@ -115,20 +115,34 @@ export class TwoFactor {
     return codes.map((c) => `${c.slice(0, 5)}-${c.slice(5)}`);
   }
 
-  /** The time step `code` is right for, within the window around `now`; undefined when none. */
   private stepOf(secret: string, code: string, now: number): number | undefined {
-    const delta = this.totp(secret, '').validate({ token: code, timestamp: now * 1000, window: WINDOW });
-    return delta === null ? undefined : Math.floor(now / PERIOD) + delta;
+    return totpStepOf(secret, code, now);
   }
 
   private totp(secret: string, label: string): TOTP {
-    return new TOTP({
-      issuer: 'certdesk',
-      label,
-      algorithm: 'SHA1',
-      digits: 6,
-      period: PERIOD,
-      secret: Secret.fromBase32(secret),
-    });
+    return totpOf(secret, label);
   }
+}
+
+/** The time step `code` is right for with base32 `secret`, within the window around `now`; undefined when none. */
+export function totpStepOf(secret: string, code: string, now: number): number | undefined {
+  const delta = totpOf(secret, '').validate({ token: code, timestamp: now * 1000, window: WINDOW });
+  return delta === null ? undefined : Math.floor(now / PERIOD) + delta;
+}
+
+/** The TOTP of a base32 secret (RFC 6238 defaults): `.toString()` is the otpauth:// URI an app scans. */
+export function totpOf(secret: string, label: string, issuer = 'certdesk'): TOTP {
+  return new TOTP({
+    issuer,
+    label,
+    algorithm: 'SHA1',
+    digits: 6,
+    period: PERIOD,
+    secret: Secret.fromBase32(secret),
+  });
+}
+
+/** A new random TOTP secret (160 bits, RFC 4226 §4), base32. */
+export function newTotpSecret(): string {
+  return new Secret({ size: 20 }).base32;
 }

@@ -23,7 +23,8 @@ import type {
 import { actorName, type Actor } from './actor.js';
 import { passwordProblem } from './password-policy.js';
 import type { PrincipalCache } from './principal-cache.js';
-import { hashPassword } from './secrets.js';
+import type { SignInThrottle } from './sign-in-throttle.js';
+import { hashPassword, passwordMatches } from './secrets.js';
 
 // The users of a customer (spec §2.12, §4.24–4.27; DESIGN §5.3): people with roles. Only ADMIN
 // reaches these methods (the access table); the last active ADMIN of a customer stays one.
@@ -58,6 +59,8 @@ export interface UsersDeps extends UserRepos {
   /** Cleared after every change that ends tokens, so this process refuses them at once. */
   readonly principals: Pick<PrincipalCache, 'clear'>;
   readonly clock: Clock;
+  /** The sign-in throttle, which also counts wrong current passwords on a person's own password change. */
+  readonly throttle?: Pick<SignInThrottle, 'wait' | 'failed' | 'succeeded'>;
 }
 
 const USERNAME = /^[A-Za-z0-9._@-]{3,64}$/;
@@ -172,8 +175,45 @@ export class Users {
       });
       return after;
     });
-    this.deps.principals.clear();
+    await this.deps.principals.clear();
     return updated;
+  }
+
+  /**
+   * A person's own settings (the web interface's profile): language, time zone, mobile, and a new
+   * password after the current one. Whatever the person's roles: these are their own. The same
+   * checks and effects as updateUser (a new password ends the person's sessions); a wrong current
+   * password changes nothing.
+   */
+  async updateOwn(
+    actor: Actor,
+    input: { Locale?: string; Timezone?: string; Mobile?: string; Password?: string; CurrentPassword?: string },
+  ): Promise<User> {
+    const own = actor.principal.userId;
+    if (own === null) throw new CertdeskError('forbidden', 'Only a person can change their own profile.');
+    if (input.Password !== undefined) {
+      // A stolen session must not become a way to guess the password: the sign-in's throttle counts these too.
+      const user = await this.find(actor.principal, String(own));
+      const retryAfter = (await this.deps.throttle?.wait(user.username, actor.clientAddress)) ?? 0;
+      if (retryAfter > 0)
+        throw new CertdeskError('rateLimited', `Too many wrong passwords: try again in ${retryAfter} s.`);
+      const found = await this.deps.users.credentials(user.username);
+      if (!(await passwordMatches(input.CurrentPassword ?? '', found?.passwordHash))) {
+        await this.deps.throttle?.failed(user.username, actor.clientAddress);
+        await this.deps.audit.append({
+          at: this.deps.clock.nowSeconds(),
+          customerId: user.customerId,
+          actor: actorName(actor.principal),
+          clientAddress: actor.clientAddress,
+          action: 'user.password-check-failed',
+          subject: `user:${user.id}`,
+        });
+        throw new CertdeskError('invalidInput', 'The current password is not right.', { field: 'CurrentPassword' });
+      }
+      await this.deps.throttle?.succeeded(user.username);
+    }
+    const { CurrentPassword: _current, ...changes } = input;
+    return this.updateUser(actor, String(own), changes);
   }
 
   /** GET /User: the customer's live users, by id. */
@@ -205,7 +245,7 @@ export class Users {
       const applications = await repos.applications.revokeAllOfUser(user.id, now);
       await this.audit(repos, actor, now, 'user.deleted', user, { applicationsRevoked: applications });
     });
-    this.deps.principals.clear();
+    await this.deps.principals.clear();
     return user;
   }
 

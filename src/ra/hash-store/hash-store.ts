@@ -1,14 +1,21 @@
 import { CertdeskError, type Clock, type CustomerId } from '../../core/index.js';
 import type { AuditRepo } from '../../storage/audit-repo.js';
-import type { KvKeyId, KvKeyOwner, KvRepo } from '../../storage/kv-repo.js';
+import type { KvKeyId, KvKeyInfo, KvKeyOwner, KvRepo } from '../../storage/kv-repo.js';
 import { checkDnsSyntax } from '../../validation/index.js';
 import { hashSecret, newSecret } from '../accounts/secrets.js';
 
 export interface HashStoreDeps {
-  readonly kv: Pick<KvRepo, 'createKey' | 'customerForKey' | 'revokeKey' | 'put' | 'get'>;
+  readonly kv: Pick<KvRepo, 'createKey' | 'customerForKey' | 'revokeKey' | 'listKeys' | 'put' | 'get'>;
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly clock: Clock;
 }
+
+/** Who made or revoked a key, for the audit log: the operator's CLI, or a customer's ADMIN in the web interface. */
+export interface KeyActor {
+  readonly actor: string;
+  readonly clientAddress: string | null;
+}
+const OPERATOR: KeyActor = { actor: 'operator', clientAddress: null };
 
 export interface CreatedKvKey {
   /** `cdk_` + 256 random bits. Shown once: only its SHA-256 is stored. */
@@ -33,7 +40,7 @@ export class HashStore {
    * shown once, and its id. Throws invalidInput for a label over 100 characters and notFound
    * for an unknown customer; creates nothing then.
    */
-  async createKey(customerId: CustomerId, label = 'kv'): Promise<CreatedKvKey> {
+  async createKey(customerId: CustomerId, label = 'kv', by: KeyActor = OPERATOR): Promise<CreatedKvKey> {
     if (label.length > 100)
       throw new CertdeskError('invalidInput', 'The label is longer than 100 characters.', { field: 'label' });
     const key = newSecret('cdk_');
@@ -43,8 +50,8 @@ export class HashStore {
     await this.deps.audit.append({
       at: now,
       customerId,
-      actor: 'operator',
-      clientAddress: null,
+      actor: by.actor,
+      clientAddress: by.clientAddress,
       action: 'kv.key.created',
       subject: `kvkey:${id}`,
       details: { label },
@@ -52,19 +59,24 @@ export class HashStore {
     return { key, id };
   }
 
+  /** A customer's keys (never the keys themselves: only their hashes are stored), newest first. */
+  listKeys(customerId: CustomerId): Promise<KvKeyInfo[]> {
+    return this.deps.kv.listKeys(customerId);
+  }
+
   /**
    * Revokes a customer's key; modules using it get 401 at once. Throws notFound when the
    * customer has no such live key.
    */
-  async revokeKey(customerId: CustomerId, id: KvKeyId): Promise<void> {
+  async revokeKey(customerId: CustomerId, id: KvKeyId, by: KeyActor = OPERATOR): Promise<void> {
     const now = this.deps.clock.nowSeconds();
     if (!(await this.deps.kv.revokeKey(customerId, id, now)))
       throw new CertdeskError('notFound', `No live hash store key ${id} for customer ${customerId}`);
     await this.deps.audit.append({
       at: now,
       customerId,
-      actor: 'operator',
-      clientAddress: null,
+      actor: by.actor,
+      clientAddress: by.clientAddress,
       action: 'kv.key.revoked',
       subject: `kvkey:${id}`,
     });

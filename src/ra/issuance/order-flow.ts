@@ -2,14 +2,17 @@ import { randomBytes } from 'node:crypto';
 import {
   holderIsGone,
   newHolderId,
+  CertdeskError,
   orderId as toOrderId,
   readCsr,
   type Clock,
   type FailedMinorStatus,
   type JobId,
   type MinorStatus,
+  type OrderName,
   type Order,
   type OrderId,
+  type Principal,
 } from '../../core/index.js';
 import { checkCsr, IssuanceClaimLost, type CheckedCsr, type IssuedCertificate, type Issuer } from '../../ca/index.js';
 import type { AuditRepo, JobsRepo, OrderCertificatesRepo, OrderNamesRepo, OrdersRepo } from '../../storage/index.js';
@@ -29,6 +32,8 @@ import type { Notifier } from '../mail/notify.js';
 const DAY = 86_400;
 /** DESIGN §5.4: an order whose names are not validated within 30 days FAILs with DCV_EXPIRED. */
 export const DCV_DEADLINE = 30 * DAY;
+/** The minor statuses in which an order waits for its names to be shown. */
+const AWAITING_PROOF: readonly MinorStatus[] = ['WF_DNS_AUTH', 'WF_FILE_AUTH', 'WF_EMAIL_AUTH'];
 /**
  * How long an issuance claim lasts if its holder disappears without a trace on another host (a
  * dead process on this host is taken over at once). Signing takes milliseconds; the margin covers
@@ -97,27 +102,8 @@ export class OrderFlow {
     const now = this.deps.clock.nowSeconds();
     const minor = order.minorStatus;
     let outcome: 'done' | 'held' = 'done';
-    if (minor === 'WF_DNS_AUTH' || minor === 'WF_FILE_AUTH' || minor === 'WF_EMAIL_AUTH') {
-      const names = await this.deps.orderNames.names([order.id]);
-      for (const n of names) {
-        if (n.status !== 'PENDING' || n.method === 'EMAIL') continue;
-        const result = await this.checkProof(order, n.name, n.method);
-        await this.deps.orderNames.recordCheck(n.id, {
-          validated: result.ok,
-          at: now,
-          problem: result.ok ? null : result.problem,
-        });
-        await this.deps.audit.append({
-          at: now,
-          customerId: order.customerId,
-          actor: 'system',
-          clientAddress: null,
-          action: result.ok ? 'dcv.validated' : 'dcv.checked',
-          subject: String(order.id),
-          details: { name: n.name, method: n.method, ...(result.ok ? {} : { problem: result.problem }) },
-        });
-      }
-      const pending = (await this.deps.orderNames.names([order.id])).filter((n) => n.status !== 'VALIDATED');
+    if (AWAITING_PROOF.includes(minor)) {
+      const pending = await this.checkPendingNames(order, 'system', now);
       if (pending.length > 0) {
         const since = order.reissuedAt ?? order.orderDate;
         if (now - since >= DCV_DEADLINE)
@@ -157,6 +143,48 @@ export class OrderFlow {
         now,
       );
     }
+  }
+
+  /**
+   * "Check now" (the web interface, POST /CheckDCV): checks the order's pending DNS and FILE names
+   * at once, as the worker would, and moves the order on when every name is shown. The worker's
+   * schedule is left as it is; a check racing the worker's records the same results, and the
+   * guarded transitions let only one of them move the order.
+   */
+  async checkNow(principal: Principal, id: number): Promise<void> {
+    const order = await this.deps.orders.get(principal.customerId, toOrderId(id));
+    if (order === undefined)
+      throw new CertdeskError('orderNotFound', `Invalid order id ${id}: no such order.`, { field: 'ServiceOrderID' });
+    if (
+      (order.majorStatus !== 'PENDING' && order.majorStatus !== 'REISSUE') ||
+      !AWAITING_PROOF.includes(order.minorStatus)
+    )
+      return;
+    const pending = await this.checkPendingNames(order, `user:${principal.userId}`, this.deps.clock.nowSeconds());
+    if (pending.length === 0) await this.advance(order);
+  }
+
+  /** Checks each pending DNS or FILE name of an order and records the result; returns the names still not shown. */
+  private async checkPendingNames(order: Order, actor: string, now: number): Promise<OrderName[]> {
+    for (const n of await this.deps.orderNames.names([order.id])) {
+      if (n.status !== 'PENDING' || n.method === 'EMAIL') continue;
+      const result = await this.checkProof(order, n.name, n.method);
+      await this.deps.orderNames.recordCheck(n.id, {
+        validated: result.ok,
+        at: now,
+        problem: result.ok ? null : result.problem,
+      });
+      await this.deps.audit.append({
+        at: now,
+        customerId: order.customerId,
+        actor,
+        clientAddress: null,
+        action: result.ok ? 'dcv.validated' : 'dcv.checked',
+        subject: String(order.id),
+        details: { name: n.name, method: n.method, ...(result.ok ? {} : { problem: result.problem }) },
+      });
+    }
+    return (await this.deps.orderNames.names([order.id])).filter((n) => n.status !== 'VALIDATED');
   }
 
   /**

@@ -1,6 +1,7 @@
 import {
   CertdeskError,
   orderId as toOrderId,
+  readCsr,
   type Clock,
   type Order,
   type OrderName,
@@ -15,6 +16,8 @@ import type {
   ScansRepo,
 } from '../../storage/index.js';
 import type { IssuerCapabilities } from '../../ca/index.js';
+import type { CatalogService } from '../catalog/catalog.js';
+import { dcvDetailsFor, type DcvExpectations } from '../dcv/dcv-details.js';
 
 // Reading orders (spec §4.12–4.14): one order, a filtered page, the orders changed in a span,
 // each as a view with what the include* flags may ask for.
@@ -35,6 +38,8 @@ export interface OrderView {
   /** The names DNS (or FILE) validation covers when the order is validated so: FILE never covers a wildcard. */
   readonly dnsFqdns?: readonly string[];
   readonly fileFqdns?: readonly string[];
+  /** While a DNS or FILE order waits for its proof: exactly what to publish (spec 2.10 shapes). */
+  readonly dcv?: DcvExpectations;
   /** The current certificate of a completed order (with includeFulfillment). */
   readonly certificate?: OrderCertificate;
   /** StartDate and EndDate of the current certificate. */
@@ -63,6 +68,8 @@ export interface OrderReadsDeps {
    * Fulfillment and nothing is scheduled for replacement.
    */
   readonly certificates: Pick<IssuerCapabilities, 'fulfillment' | 'distrustMarks'>;
+  /** The catalog's brands, for what a waiting order's names need published (its DNS record or file). */
+  readonly catalog?: Pick<CatalogService, 'brand'>;
   readonly clock: Clock;
 }
 
@@ -103,6 +110,22 @@ export class OrderReads {
     return this.views(await this.deps.orderQueries.modified(principal.customerId, from, to, 10_000), withCertificates);
   }
 
+  /** What a DNS or FILE order still waiting for its proof needs published; nothing for any other. */
+  private waitingProof(order: Order, names: readonly string[]): { dcv?: DcvExpectations } {
+    const waiting =
+      (order.majorStatus === 'PENDING' || order.majorStatus === 'REISSUE') &&
+      (order.minorStatus === 'WF_DNS_AUTH' || order.minorStatus === 'WF_FILE_AUTH');
+    if (!waiting || this.deps.catalog === undefined || order.dcvValue === null || order.csrPem === null) return {};
+    try {
+      const { hashMd5, hashSha256 } = readCsr(order.csrPem);
+      return {
+        dcv: dcvDetailsFor(this.deps.catalog.brand(order.caBrand), { hashMd5, hashSha256 }, names, order.dcvValue),
+      };
+    } catch {
+      return {};
+    }
+  }
+
   private distrustMarks(): Map<string, { phase1: number | null; phase2: number | null }> {
     return this.deps.certificates.distrustMarks?.() ?? new Map();
   }
@@ -139,6 +162,7 @@ export class OrderReads {
               }),
           ...(order.dvAuthMethod === 'DNS' ? { dnsFqdns: fqdns } : {}),
           ...(order.dvAuthMethod === 'FILE' ? { fileFqdns: fqdns.filter((n) => !n.startsWith('*.')) } : {}),
+          ...this.waitingProof(order, fqdns),
         };
         if (order.issuedAt === null) return base;
         const latest = await this.deps.orderCertificates.latestCertificate(order.id);

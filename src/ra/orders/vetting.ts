@@ -46,8 +46,9 @@ export class Vetting {
    * Records what was vetted and moves the order to issuance (one guarded update), then issues.
    * Throws orderNotFound, invalidOrderState (not waiting for vetting, or moved meanwhile: nothing
    * recorded) or invalidInput (EV data missing or malformed). Returns the order as it now is.
+   * `actor` names the operator in the audit event.
    */
-  async approve(orderId: number, vetted: VettedData): Promise<Order> {
+  async approve(orderId: number, vetted: VettedData, actor = 'operator'): Promise<Order> {
     const order = await this.waiting(orderId);
     if (order.validationLevel === 'EV') {
       const missing = (['BusinessCategory', 'RegistrationNumber', 'JurisdictionCountry'] as const).filter(
@@ -75,7 +76,7 @@ export class Vetting {
     await this.deps.audit.append({
       at: now,
       customerId: order.customerId,
-      actor: 'operator',
+      actor,
       clientAddress: null,
       action: 'vetting.approved',
       subject: String(order.id),
@@ -85,21 +86,28 @@ export class Vetting {
     return (await this.deps.orders.byId(order.id))!;
   }
 
-  /** FAILs the order with REJECTED and refunds it; throws as `approve` does, or invalidInput without a reason. */
-  async reject(orderId: number, reason: string): Promise<Order> {
+  /**
+   * FAILs the order with REJECTED and refunds it; throws as `approve` does (invalidOrderState also
+   * when an approval moved it on meanwhile: the guarded update of `flow.fail` changed nothing), or
+   * invalidInput without a reason. `actor` names the operator in the audit event.
+   */
+  async reject(orderId: number, reason: string, actor = 'operator'): Promise<Order> {
     const order = await this.waiting(orderId);
     if (reason.trim() === '') throw new CertdeskError('invalidInput', 'A rejection needs a reason.');
+    await this.deps.flow.fail(order, 'WF_ORG_VALIDATION', 'REJECTED', reason);
+    const now = (await this.deps.orders.byId(order.id))!;
+    if (now.majorStatus !== 'FAILED' || now.minorStatus !== 'REJECTED')
+      throw new CertdeskError('invalidOrderState', `Order ${orderId} is no longer waiting for vetting.`);
     await this.deps.audit.append({
       at: this.deps.clock.nowSeconds(),
       customerId: order.customerId,
-      actor: 'operator',
+      actor,
       clientAddress: null,
       action: 'vetting.rejected',
       subject: String(order.id),
       details: { reason },
     });
-    await this.deps.flow.fail(order, 'WF_ORG_VALIDATION', 'REJECTED', reason);
-    return (await this.deps.orders.byId(order.id))!;
+    return now;
   }
 
   private async waiting(orderId: number): Promise<Order> {

@@ -1,4 +1,4 @@
-import { CertdeskError, isCertdeskError } from '../../core/index.js';
+import { CertdeskError } from '../../core/index.js';
 import { failure } from '../envelope.js';
 import type { Metrics } from './metrics.js';
 import type { App } from '../types.js';
@@ -6,13 +6,16 @@ import type { App } from '../types.js';
 export interface OpsDeps {
   readonly metrics: Metrics;
   /**
-   * Resolves when the service can do its work (the database answers, the CA can issue); /readyz
-   * answers 503 otherwise, with the reason when it throws a notReady CertdeskError.
+   * The state of each part the service needs (the database, Redis when configured, the CA's keys);
+   * /readyz answers 200 when every part is `ok` (or `not configured`), 503 with them otherwise.
    */
-  readonly ready: () => Promise<void>;
+  readonly ready: () => Promise<Readiness>;
 }
 
-/** /healthz (process up), /readyz (database reachable, CA able to issue) and /metrics (Prometheus text). */
+/** What /readyz reports: each part, `ok`, `not configured`, or what is wrong (no secrets, no error texts). */
+export type Readiness = Readonly<Record<string, string>>;
+
+/** /healthz (process up), /readyz (database, Redis and the CA's keys) and /metrics (Prometheus text). */
 export function registerOps(app: App, deps: OpsDeps): void {
   const { metrics } = deps;
   app.addHook('onResponse', async (request, reply) => {
@@ -25,17 +28,14 @@ export function registerOps(app: App, deps: OpsDeps): void {
   const noLimit = { rateLimit: false } as const;
   app.get('/healthz', { schema: hide, config: noLimit }, async () => ({ success: true, status: 'ok' }));
   app.get('/readyz', { schema: hide, config: noLimit }, async (request, reply) => {
-    try {
-      await deps.ready();
-      return { success: true, status: 'ready' };
-    } catch (err) {
-      request.log.warn({ err }, 'readiness check failed');
-      // A database error's text stays in the log; a notReady of our own carries its reason.
-      const { status, body } = failure(
-        isCertdeskError(err) && err.kind === 'notReady' ? err : new CertdeskError('notReady'),
-      );
-      return reply.code(status).send(body);
-    }
+    const checks = await deps.ready();
+    const problems = Object.entries(checks).filter(([, state]) => state !== 'ok' && state !== 'not configured');
+    if (problems.length === 0) return { success: true, status: 'ready', checks };
+    request.log.warn({ checks }, 'readiness check failed');
+    const { status, body } = failure(
+      new CertdeskError('notReady', `The service is not ready: ${problems.map(([k, v]) => `${k}: ${v}`).join('; ')}.`),
+    );
+    return reply.code(status).send({ ...body, checks });
   });
   app.get('/metrics', { schema: hide, config: noLimit }, async (_request, reply) => {
     const text = await metrics.registry.metrics();

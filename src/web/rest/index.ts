@@ -4,6 +4,7 @@ import type { DcvData } from '../../ra/dcv/dcv-data.js';
 import type { EmailApprovals } from '../../ra/dcv/email-approval.js';
 import type { Lifecycle } from '../../ra/orders/lifecycle.js';
 import type { Reissues } from '../../ra/orders/reissues.js';
+import type { OrderFlow } from '../../ra/issuance/order-flow.js';
 import type { OrderReads } from '../../ra/orders/order-reads.js';
 import type { Orders } from '../../ra/orders/orders.js';
 import type { Users } from '../../ra/accounts/users.js';
@@ -40,6 +41,7 @@ export interface RestDeps {
   readonly emailApprovals: EmailApprovals;
   readonly lifecycle: Lifecycle;
   readonly reissues: Reissues;
+  readonly orderFlow: Pick<OrderFlow, 'checkNow'>;
   readonly vouchers: Vouchers;
   readonly assessments: Assessments;
   /** The service's clock, for times a route stamps itself (a refused order's Timestamp); the system's when not given. */

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { MAX_IDEMPOTENCY_KEY, type Lifecycle } from '../../ra/orders/lifecycle.js';
 import type { Reissues } from '../../ra/orders/reissues.js';
+import type { OrderFlow } from '../../ra/issuance/order-flow.js';
 import { CertdeskError, formatTimestamp } from '../../core/index.js';
 import type { App } from '../types.js';
 import { principalOf } from '../types.js';
@@ -10,7 +11,32 @@ const write = { access: { area: 'orders', write: true } } as const;
 const Params = Type.Object({ ServiceOrderID: Type.String({ pattern: '^[0-9]{1,10}$' }) });
 
 /** DELETE /Order/{id} (cancel, spec §4.15) and DELETE /Revoke/{id} (spec §4.17). */
-export function registerLifecycle(app: App, deps: { lifecycle: Lifecycle; reissues: Reissues }): void {
+export function registerLifecycle(
+  app: App,
+  deps: { lifecycle: Lifecycle; reissues: Reissues; orderFlow: Pick<OrderFlow, 'checkNow'> },
+): void {
+  app.post(
+    '/CheckDCV/:ServiceOrderID',
+    {
+      schema: {
+        tags: ['orders'],
+        summary: 'Check domain control now (certdesk extension)',
+        security: bearer,
+        params: Params,
+        description:
+          "Checks the order's pending DNS and FILE names at once (the worker checks on its own schedule: after 1, then 5, then 30 minutes …) " +
+          "and moves the order on when every name is shown; a DV order is then issued. GET /Order/{id}?includeDCVStatus=true shows each name's result. " +
+          'An order that waits for nothing is left as it is.',
+        response: responses(okBody({ Message: Type.String() })),
+      },
+      config: write,
+    },
+    async (request) => {
+      await deps.orderFlow.checkNow(principalOf(request), Number(request.params.ServiceOrderID));
+      return { success: true as const, Message: 'Checked.' };
+    },
+  );
+
   app.delete(
     '/Order/:ServiceOrderID',
     {

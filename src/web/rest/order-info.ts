@@ -81,8 +81,13 @@ export function orderInfo(view: OrderView, inc: Includes): Record<string, unknow
   if (inc.orderParameters) {
     info.OrderParameters = {
       ...echoParameters(order.parameters),
-      ...(view.dnsFqdns === undefined ? {} : { DNSAuthDetails: { FQDNs: view.dnsFqdns } }),
-      ...(view.fileFqdns === undefined ? {} : { FileAuthDetails: { FQDNs: view.fileFqdns } }),
+      // While the order waits for its proof, the whole of what to publish (as POST /Order answered); else the names.
+      ...(view.dnsFqdns === undefined
+        ? {}
+        : { DNSAuthDetails: view.dcv === undefined ? { FQDNs: view.dnsFqdns } : view.dcv.dns }),
+      ...(view.fileFqdns === undefined
+        ? {}
+        : { FileAuthDetails: view.dcv === undefined ? { FQDNs: view.fileFqdns } : view.dcv.file }),
     };
   }
   if (inc.dcv) {

@@ -128,6 +128,14 @@ export function registerOrders(app: App, deps: { orders: Orders; orderReads: Ord
           ),
           OrderDir: Type.Optional(Type.String({ maxLength: 10, description: 'ASC or DESC (the default), any case' })),
           filterScheduledToReplace: Type.Optional(Boolish),
+          ExpiresWithinDays: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 3660,
+              description:
+                'certdesk extension: only COMPLETE orders whose current certificate ends within this many days from now (not those already expired)',
+            }),
+          ),
           ...Include,
         }),
         response: responses(
@@ -171,6 +179,7 @@ export function registerOrders(app: App, deps: { orders: Orders; orderReads: Ord
       if (faults.length > 0) throw CertdeskError.ofFaults(faults);
       const commonName = q.CommonName === undefined || q.CommonName === '' ? undefined : q.CommonName;
       const scheduled = parseBoolish(q.filterScheduledToReplace) === true;
+      const now = (deps.clock ?? systemClock).nowSeconds();
       const inc = includes(q);
       const { orders, total } = await deps.orderReads.listOrders(
         principalOf(request),
@@ -178,6 +187,9 @@ export function registerOrders(app: App, deps: { orders: Orders; orderReads: Ord
           statuses,
           productTypes,
           ...(commonName === undefined ? {} : { commonName }),
+          ...(q.ExpiresWithinDays === undefined
+            ? {}
+            : { endsBetween: { from: now, to: now + q.ExpiresWithinDays * 86400 } }),
           orderBy: sort.field!,
           orderDir: sort.dir!,
           offset: (page - 1) * perPage,

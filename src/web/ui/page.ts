@@ -7,6 +7,10 @@ export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&
 
 export type Lang = 'en' | 'de';
 
+/** A hidden form field (none for an undefined value). */
+export const hidden = (name: string, value: string | undefined) =>
+  value === undefined ? '' : `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
+
 /** The page language: `?lang=` when given, else the first of English or German the browser prefers. */
 export function langOf(request: FastifyRequest): Lang {
   const asked = (request.query as { lang?: unknown } | undefined)?.lang;
@@ -21,7 +25,7 @@ export function langOf(request: FastifyRequest): Lang {
 /**
  * Sends a page. `formAction` lists origins besides our own a form may lead to (the consent form
  * redirects to the application's registered URI, which CSP's form-action also governs); `scripts`
- * are modules of /ui/ the page loads. The Content-Security-Policy allows no inline script or style:
+ * are modules of /ui/ the page loads; `nav` (HTML) goes in a header above the main content. The Content-Security-Policy allows no inline script or style:
  * the look is /ui/app.css, behaviour only the named modules, network only our own origin.
  */
 export function page(
@@ -29,7 +33,7 @@ export function page(
   status: number,
   title: string,
   body: string,
-  options: { lang?: Lang; formAction?: readonly string[]; scripts?: readonly string[] } = {},
+  options: { lang?: Lang; formAction?: readonly string[]; scripts?: readonly string[]; nav?: string } = {},
 ): FastifyReply {
   const formAction = ["'self'", ...(options.formAction ?? [])].join(' ');
   const scripts = (options.scripts ?? []).map((s) => `<script type="module" src="/ui/${escapeHtml(s)}"></script>`);
@@ -48,15 +52,22 @@ export function page(
     .send(
       `<!doctype html><html lang="${options.lang ?? 'en'}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
         `<title>${escapeHtml(title)}</title><link rel="stylesheet" href="/ui/app.css">${scripts.join('')}</head>` +
-        `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>\n`,
+        `<body>${options.nav === undefined ? '' : `<header>${options.nav}</header>`}` +
+        `<main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>\n`,
     );
 }
 
-/** Whether a form POST comes from one of our own pages: a cross-site Origin or Fetch-Site is refused (CSRF). */
+/**
+ * Whether a form POST comes from one of our own pages: a cross-site Origin or Fetch-Site is refused
+ * (CSRF). Chromium sends `Origin: null` for a form on a page with Referrer-Policy no-referrer (every
+ * page here); then `Sec-Fetch-Site: same-origin`, a header only the browser sets, must say so.
+ */
 export function sameOrigin(request: FastifyRequest): boolean {
-  if (request.headers['sec-fetch-site'] === 'cross-site') return false;
+  const site = request.headers['sec-fetch-site'];
+  if (site === 'cross-site' || site === 'same-site') return false;
   const origin = request.headers.origin;
-  if (origin === undefined || origin === 'null') return origin === undefined;
+  if (origin === undefined) return true;
+  if (origin === 'null') return site === 'same-origin';
   try {
     return new URL(origin).host === request.headers.host;
   } catch {

@@ -1,12 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   AuthorizeProblem,
+  tokensEqual,
   type AuthorizeParams,
   type AuthorizeRequest,
   type SignIn,
 } from '../../ra/accounts/sign-in.js';
+import type { SessionTokens } from '../../ra/accounts/session-tokens.js';
 import type { App } from '../types.js';
-import { escapeHtml, langOf, page, sameOrigin, type Lang } from './page.js';
+import { escapeHtml, hidden, langOf, page, sameOrigin, type Lang } from './page.js';
 
 // Sign-in for people and the authorization endpoint (RFC 6749 §4.1): GET/POST /signin,
 // POST /signout, GET /account, GET/POST /oauth2/authorize. The session lives in an HttpOnly,
@@ -64,11 +66,8 @@ export function cookieOf(request: FastifyRequest): string | undefined {
 
 /** Where to go after signing in: a path of this site only (no open redirect). */
 export function localPath(next: unknown): string {
-  return typeof next === 'string' && /^\/(?![/\\])[\x21-\x7e]{0,2000}$/.test(next) ? next : '/account';
+  return typeof next === 'string' && /^\/(?![/\\])[\x21-\x7e]{0,2000}$/.test(next) ? next : '/';
 }
-
-export const hidden = (name: string, value: string | undefined) =>
-  value === undefined ? '' : `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
 
 const AUTHORIZE_PARAMS = [
   'response_type',
@@ -97,7 +96,10 @@ function withParams(uri: string, params: Record<string, string | undefined>): st
   return url.toString();
 }
 
-export function registerSignIn(app: App, deps: { signIn: SignIn; secureCookies: boolean }): void {
+export function registerSignIn(
+  app: App,
+  deps: { signIn: SignIn; sessionTokens: Pick<SessionTokens, 'revoke'>; secureCookies: boolean },
+): void {
   const options = { schema: { hide: true }, config: {} } as const;
   const setCookie = (reply: FastifyReply, value: string, maxAge: number) =>
     reply.header(
@@ -164,8 +166,16 @@ export function registerSignIn(app: App, deps: { signIn: SignIn; secureCookies: 
     const cookie = cookieOf(request);
     const signedIn = await deps.signIn.session(cookie);
     const csrf = (request.body as { csrf?: unknown } | undefined)?.csrf;
-    if (signedIn !== undefined && sameOrigin(request) && csrf === signedIn.session.csrf)
+    if (
+      signedIn !== undefined &&
+      cookie !== undefined &&
+      sameOrigin(request) &&
+      typeof csrf === 'string' &&
+      tokensEqual(csrf, signedIn.session.csrf)
+    ) {
       await deps.signIn.signOut(cookie);
+      await deps.sessionTokens.revoke(cookie);
+    }
     return setCookie(reply, '', 0).redirect('/signin', 303);
   });
 

@@ -3,8 +3,8 @@ import QRCode from 'qrcode';
 import type { SignIn } from '../../ra/accounts/sign-in.js';
 import type { TwoFactor } from '../../ra/accounts/two-factor.js';
 import type { App } from '../types.js';
-import { escapeHtml, langOf, page, sameOrigin, type Lang } from './page.js';
-import { cookieOf, hidden, localPath } from './sign-in.js';
+import { escapeHtml, hidden, langOf, page, sameOrigin, type Lang } from './page.js';
+import { cookieOf, localPath } from './sign-in.js';
 
 // The second factor in the browser: the code step of signing in (GET/POST /signin/code) and
 // enrolment (GET/POST /account/two-factor: a QR code, a first code, ten recovery codes).

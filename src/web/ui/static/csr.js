@@ -56,3 +56,10 @@ export async function makeKeyAndCsr(names) {
   const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', keys.privateKey));
   return { csrPem: pem('CERTIFICATE REQUEST', csr), keyPem: pem('PRIVATE KEY', pkcs8) };
 }
+
+/** Offers `content` as a file to save through `link` (a data: URL: the CSP allows no blob: fetches). */
+export function offerDownload(link, name, content) {
+  link.href = `data:application/x-pem-file;base64,${btoa(content)}`;
+  link.download = name;
+  link.hidden = false;
+}

@@ -2,7 +2,7 @@
 // in this browser) and the validation method → POST /rest/v1/Redeem → the order, followed until
 // its certificate can be downloaded. Everything goes through the anonymous REST endpoints; the
 // code is kept in this page's memory only.
-import { makeKeyAndCsr } from './csr.js';
+import { makeKeyAndCsr, offerDownload as download } from './csr.js';
 
 const $ = (id) => document.getElementById(id);
 const text = (id) => $('texts').dataset[id] ?? id;
@@ -25,12 +25,6 @@ async function api(method, path, body) {
   const json = await res.json().catch(() => ({ success: false, Message: res.statusText }));
   if (!res.ok || json.success !== true) throw new Error(json.Message ?? `HTTP ${res.status}`);
   return json;
-}
-function download(link, name, content) {
-  // A data: URL (the CSP allows no blob: fetches); `download` makes it a file to save.
-  link.href = `data:application/x-pem-file;base64,${btoa(content)}`;
-  link.download = name;
-  link.hidden = false;
 }
 function definitions(target, entries) {
   target.replaceChildren();
@@ -146,3 +140,7 @@ async function follow(fulfillment) {
 }
 
 $('check').addEventListener('click', () => follow().catch((e) => say(e.message)));
+
+// A redemption link carries the code after `#` (never sent to a server): fill it in.
+const linked = new URLSearchParams(location.hash.slice(1)).get('code');
+if (linked !== null && linked !== '') $('code').value = linked;

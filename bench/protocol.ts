@@ -9,9 +9,10 @@ export type ServerKind = 'baseline' | 'certdesk';
  * - `plain`: a customer with an API client, and one issued leaf for the OCSP target;
  * - `orders` / `ordersPg`: also a DNS server on loopback (CERTDESK_DNS_SERVERS) holding the TXT
  *   record of the bench CSR, and one order issued inline; `ordersPg` on a fresh PostgreSQL database;
- * - `orders1m`: also 1,000,000 orders of the bench customer, seeded straight into SQLite.
+ * - `orders1m` / `orders10k`: also 1,000,000 (10,000) orders of the bench customer, seeded
+ *   straight into SQLite: the list targets at both sizes give the growth of their latency.
  */
-export type ServerSetup = 'plain' | 'orders' | 'ordersPg' | 'orders1m' | 'vouchers';
+export type ServerSetup = 'plain' | 'orders' | 'ordersPg' | 'orders1m' | 'orders10k' | 'vouchers';
 
 /** Facts a child made during its setup that the requests need (or that the report shows). */
 export interface ChildFixtures {
@@ -24,7 +25,7 @@ export interface ChildFixtures {
   /** The bench customer's API client and its ADMIN user's sign-in (targets `token`, `signIn`). */
   readonly client?: { readonly clientId: string; readonly clientSecret: string };
   readonly signIn?: { readonly username: string; readonly password: string };
-  /** Setup `orders1m`: what was seeded and how long it took. */
+  /** Setups `orders1m`, `orders10k`: what was seeded and how long it took. */
   readonly seeded?: {
     readonly orders: number;
     readonly names: number;
@@ -35,6 +36,8 @@ export interface ChildFixtures {
   readonly voucherCodes?: readonly string[];
   /** Setup `orders1m`: a GET /ModifiedOrders window (spec timestamps) and how many orders it holds. */
   readonly modifiedWindow?: { readonly from: string; readonly to: string; readonly orders: number };
+  /** Setups `orders1m`, `orders10k`: the CommonName of one seeded order present at both sizes (pattern searches). */
+  readonly probeCommonName?: string;
 }
 
 export type ChildMessage =

@@ -42,6 +42,7 @@ export function summarizeTarget(
   runs: RunResult[],
   baselineReqPerSec: number,
   connections: number,
+  pacedRatePerSec: number | undefined,
 ): TargetSummary {
   const medianReqPerSec = median(runs.map((r) => r.reqPerSec));
   const medianP99Ms = median(runs.map((r) => r.p99Ms));
@@ -54,7 +55,7 @@ export function summarizeTarget(
     method,
     path,
     connections,
-    pacedRatePerSec: target.rate ?? null,
+    pacedRatePerSec: pacedRatePerSec ?? null,
     runsReqPerSec: runs.map((r) => round(r.reqPerSec, 1)),
     medianReqPerSec: round(medianReqPerSec, 1),
     medianP50Ms: round(median(runs.map((r) => r.p50Ms)), 3),

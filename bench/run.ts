@@ -16,6 +16,7 @@ import { formatCaTable, runCaBench } from './ca.js';
 import { DISTURBED_PCT, formatTable, summarizeTarget, writeJson, type TargetSummary } from './report.js';
 import { median, round } from './stats.js';
 import { TARGETS, benchDatabaseUrl, bodyOf, type Fixtures, type RequestSpec, type Target } from './targets.js';
+import { evaluateGoals, formatGoals } from './goals.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS_FILE = join(BENCH_DIR, 'results.json');
@@ -75,11 +76,13 @@ function readSettings(): Settings {
     throw new BenchBroken(
       `BENCH_TARGETS: ${pgWanted.join(', ')} need CERTDESK_BENCH_DATABASE_URL (or CERTDESK_TEST_DATABASE_URL)`,
     );
-  // The baseline is always measured: every ratio is relative to it. PostgreSQL targets run when a server is named.
+  // The baseline is always measured: every ratio is relative to it. PostgreSQL targets run when a
+  // server is named. A paced target brings the target whose rate sets its pace.
+  const pacers = TARGETS.filter((t) => wanted.includes(t.id)).flatMap((t) => t.pacedFrom?.target ?? []);
   const targets =
     wanted.length === 0
       ? TARGETS.filter((t) => t.optional !== true && (t.postgres !== true || pg))
-      : TARGETS.filter((t) => t.id === 'baseline' || wanted.includes(t.id));
+      : TARGETS.filter((t) => t.id === 'baseline' || wanted.includes(t.id) || pacers.includes(t.id));
   return {
     durationSeconds: numberEnv('BENCH_DURATION', 5, false),
     runs: numberEnv('BENCH_RUNS', 5, true),
@@ -233,6 +236,7 @@ async function main(): Promise<number> {
     if (started === undefined) {
       const name = target.sharedServer ?? target.id;
       if (target.setup === 'orders1m') log(`  starting ${name} server: seeding 1,000,000 orders (about a minute)…`);
+      if (target.setup === 'orders10k') log(`  starting ${name} server: seeding 10,000 orders…`);
       const child = await ServerChild.start(name, target.server, target.setup ?? 'plain', csrPem);
       started = { child, token: target.server === 'certdesk' ? await getToken(child) : '' };
       if (target.sharedServer !== undefined) shared.set(target.sharedServer, started);
@@ -256,10 +260,13 @@ async function main(): Promise<number> {
   }
 
   const connectionsOf = (target: Target) => (target.sequential === true ? 1 : settings.connections);
+  /** The pace of targets paced at a share of another's measured rate (set after the closed-loop rounds). */
+  const paces = new Map<string, number>();
+  const rateOf = (target: Target) => target.rate ?? paces.get(target.id);
   const load = (target: Target, durationSeconds: number): LoadOptions => ({
     durationSeconds,
     connections: connectionsOf(target),
-    ...(target.rate === undefined ? {} : { rate: target.rate }),
+    ...(rateOf(target) === undefined ? {} : { rate: rateOf(target)! }),
     ...(target.sequential === true ? { sequential: true } : {}),
   });
   const guard = (target: Target, child: ServerChild, r: RunResult) => {
@@ -267,7 +274,9 @@ async function main(): Promise<number> {
     if (reason !== undefined) throw new BenchBroken(reason);
   };
 
-  for (const { target, child, spec } of plan) {
+  const closedLoop = plan.filter((p) => p.target.pacedFrom === undefined);
+  const pacedLater = plan.filter((p) => p.target.pacedFrom !== undefined);
+  for (const { target, child, spec } of closedLoop) {
     const r = await measure(child, spec, load(target, settings.warmupSeconds));
     log(`warm-up   ${target.id.padEnd(18)} ${fmt(r)}`);
     guard(target, child, r);
@@ -281,8 +290,24 @@ async function main(): Promise<number> {
   const results = new Map<string, RunResult[]>(plan.map((p) => [p.target.id, []]));
   for (let round = 0; round < settings.runs; round++) {
     // Rotate the order each round so that no target always follows the same one.
-    for (let i = 0; i < plan.length; i++) {
-      const { target, child, spec } = plan[(round + i) % plan.length]!;
+    for (let i = 0; i < closedLoop.length; i++) {
+      const { target, child, spec } = closedLoop[(round + i) % closedLoop.length]!;
+      const r = await measure(child, spec, load(target, settings.durationSeconds));
+      log(`run ${round + 1}/${settings.runs} ${target.id.padEnd(18)} ${fmt(r)}`);
+      guard(target, child, r);
+      results.get(target.id)!.push(r);
+    }
+  }
+  // Paced at a share of a rate measured above: warmed up and measured now, at that pace.
+  for (const { target, child, spec } of pacedLater) {
+    const from = target.pacedFrom!;
+    const pace = Math.max(1, Math.round(from.share * median(results.get(from.target)!.map((r) => r.reqPerSec))));
+    paces.set(target.id, pace);
+    log(`${target.id}: paced at ${pace}/s (${Math.round(from.share * 100)} % of ${from.target}'s median)`);
+    const warm = await measure(child, spec, load(target, settings.warmupSeconds));
+    log(`warm-up   ${target.id.padEnd(18)} ${fmt(warm)}`);
+    guard(target, child, warm);
+    for (let round = 0; round < settings.runs; round++) {
       const r = await measure(child, spec, load(target, settings.durationSeconds));
       log(`run ${round + 1}/${settings.runs} ${target.id.padEnd(18)} ${fmt(r)}`);
       guard(target, child, r);
@@ -314,6 +339,7 @@ async function main(): Promise<number> {
       results.get(target.id)!,
       baselineReqPerSec,
       connectionsOf(target),
+      rateOf(target),
     );
   }
 
@@ -350,7 +376,7 @@ async function main(): Promise<number> {
       `${s !== undefined && p !== undefined ? ', ' : ''}${p === undefined ? '' : `p99 ${p.medianP99Ms.toFixed(1)} ms at ${p.pacedRatePerSec ?? '?'}/s`}`
     );
   };
-  const sqliteOrders = orderLine('orderInline', 'orderInlineAt300');
+  const sqliteOrders = orderLine('orderInline', 'orderInlineAtHalf');
   const pgOrders = orderLine('orderInlinePg');
   if (sqliteOrders !== undefined || pgOrders !== undefined) {
     log(
@@ -376,6 +402,13 @@ async function main(): Promise<number> {
   ];
   log(caMissed.length === 0 ? 'all CA goals met' : `CA goals missed: ${caMissed.join('; ')}`);
 
+  // The goals that compare measurements of this run with each other.
+  const goals = evaluateGoals({ targets: summaries, ca });
+  log('');
+  log(formatGoals(goals));
+  const goalsMissed = goals.filter((g) => g.met === false).map((g) => `${g.what} (${g.goal})`);
+  log(goalsMissed.length === 0 ? 'all ratio goals met' : `ratio goals missed: ${goalsMissed.join('; ')}`);
+
   const output = {
     date: new Date().toISOString(),
     node: process.version,
@@ -395,6 +428,7 @@ async function main(): Promise<number> {
       pinned: settings.pin,
     },
     targets: summaries,
+    goals,
     fixtures: Object.fromEntries(
       childrenStarted
         .filter((c) => c.fixtures.seeded !== undefined || c.fixtures.database === 'postgres')

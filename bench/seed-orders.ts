@@ -11,6 +11,10 @@ import { formatTimestamp } from '../src/core/index.js';
 
 /** How many orders setup `orders1m` seeds. */
 export const BENCH_ORDERS = 1_000_000;
+/** How many orders setup `orders10k` seeds: the size the 1M-order latencies are compared with. */
+export const BENCH_ORDERS_SMALL = 10_000;
+/** The seeded order whose CommonName the pattern searches look for: the same one at both sizes. */
+const PROBE_INDEX = 4320;
 
 const DAY = 86_400;
 const SPAN = 2 * 365 * DAY;
@@ -65,6 +69,8 @@ const hex = (text: string) => createHash('sha256').update(text).digest('hex');
 export interface Seeded {
   readonly orders: number;
   readonly names: number;
+  /** The CommonName of the order PROBE_INDEX (the same at every size: the data are deterministic). */
+  readonly probeCommonName: string;
 }
 
 export async function seedOrders(
@@ -93,6 +99,7 @@ export async function seedOrders(
     },
   });
   let names = 0;
+  let probeCommonName = '';
 
   for (let txStart = 0; txStart < o.count; txStart += ORDERS_PER_TRANSACTION) {
     await db.kysely.transaction().execute(async (tx) => {
@@ -108,6 +115,7 @@ export async function seedOrders(
           const method = METHODS[Math.floor(rnd() * METHODS.length)]!;
           const base = `${WORDS[i % WORDS.length]!}-${i.toString(36)}.${TLDS[Math.floor(rnd() * TLDS.length)]!}`;
           const commonName = `www.${base}`;
+          if (i === PROBE_INDEX) probeCommonName = commonName;
           const orderDate = start + Math.floor((i * SPAN) / o.count) + Math.floor(rnd() * 60);
           const fate = rnd() * 100;
           const recent = o.now - orderDate < 30 * DAY;
@@ -227,7 +235,8 @@ export async function seedOrders(
       }
     });
   }
-  return { orders: o.count, names };
+  if (o.count > PROBE_INDEX && probeCommonName === '') throw new Error('the probe order was not seeded');
+  return { orders: o.count, names, probeCommonName };
 }
 
 /**

@@ -24,12 +24,12 @@ import { generateKeyAndCsr } from '../src/ra/tools/keygen.js';
 import { scratchPostgresDatabase } from '../test/support/databases.js';
 import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.js';
 import type { ChildFixtures, ChildMessage, ParentMessage, ServerKind, ServerSetup } from './protocol.js';
-import { BENCH_ORDERS, modifiedWindow, seedOrders } from './seed-orders.js';
+import { BENCH_ORDERS, BENCH_ORDERS_SMALL, modifiedWindow, seedOrders } from './seed-orders.js';
 import { ORDER_INLINE_PRODUCT, benchDatabaseUrl, orderInlineBody } from './targets.js';
 
 /** High enough that the limiter never refuses a benchmark request; it still runs on each one. */
 const BENCH_RATE_LIMIT = '100000000';
-const SETUPS: readonly ServerSetup[] = ['plain', 'orders', 'ordersPg', 'orders1m', 'vouchers'];
+const SETUPS: readonly ServerSetup[] = ['plain', 'orders', 'ordersPg', 'orders1m', 'orders10k', 'vouchers'];
 /** Vouchers the `vouchers` setup makes: more than the redeem target can use in a bench run. */
 const BENCH_VOUCHERS = Number(process.env.BENCH_VOUCHERS ?? 40_000);
 
@@ -106,20 +106,26 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
     };
     if (dns !== undefined) fixtures.orderId = await orderFixture(app, services, dns, credentials, created.customer.id);
     if (setup === 'vouchers') fixtures.voucherCodes = await voucherFixture(services, credentials, BENCH_VOUCHERS);
-    if (setup === 'orders1m') {
+    if (setup === 'orders1m' || setup === 'orders10k') {
       const csrPem = benchCsr();
       const t0 = performance.now();
       const seeded = await seedOrders(services.db, {
         customerId: created.customer.id,
-        count: BENCH_ORDERS,
+        count: setup === 'orders1m' ? BENCH_ORDERS : BENCH_ORDERS_SMALL,
         now: services.clock.nowSeconds(),
         csrPem,
       });
       const seconds = (performance.now() - t0) / 1000;
       const dbFile = join(dataDir, 'certdesk.db');
       const dbBytes = statSync(dbFile).size + (statSync(`${dbFile}-wal`, { throwIfNoEntry: false })?.size ?? 0);
-      fixtures.seeded = { ...seeded, seconds: Math.round(seconds * 10) / 10, dbBytes };
+      fixtures.seeded = {
+        orders: seeded.orders,
+        names: seeded.names,
+        seconds: Math.round(seconds * 10) / 10,
+        dbBytes,
+      };
       fixtures.modifiedWindow = await modifiedWindow(services.db, created.customer.id, 100);
+      fixtures.probeCommonName = seeded.probeCommonName;
     }
     await app.listen({ host: '127.0.0.1', port: 0 });
     return {

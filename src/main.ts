@@ -10,6 +10,7 @@ import { DcvResolver } from './validation/index.js';
 import {
   BuiltinCa,
   SealedKeyStore,
+  ocspMemory,
   readOrCreateKeyFile,
   secretMac,
   secretSealer,
@@ -180,6 +181,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
 
   // The CA opens its sealed keys now: a wrong key file stops the start here, with its reason.
+  const ocspAnswers = ocspMemory();
   const ca = new BuiltinCa({
     repo: repos.ca,
     audit,
@@ -189,6 +191,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     urls,
     brands: brandHierarchies(catalog),
     ...(config.caMaxValidityDays === undefined ? {} : { privateMaxDays: config.caMaxValidityDays }),
+    ocspMemory: ocspAnswers,
   });
   await ca.load();
   // What the RA signs with: the built-in CA, or (tests, later an upstream CA) another issuer whose
@@ -321,6 +324,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
         ? await postgresBroadcast(db, db.url, { onError: onConnectionError })
         : localBroadcast();
   principals.connect(broadcast);
+  ocspAnswers.connect(broadcast);
 
   const close = async () => {
     await ca.flush();

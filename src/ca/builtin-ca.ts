@@ -12,7 +12,7 @@ import { revokeLeaf } from './revocation.js';
 import { GroupCommit } from './group-commit.js';
 import { IssuanceClaimLost } from './issuance-claim.js';
 import { fromPem, pem } from './der-writer.js';
-import { answerOcsp, crlDue, ocspIssuerIndex, signCrl, type IssuingKeyLookup } from './status.js';
+import { answerOcsp, crlDue, ocspIssuerIndex, signCrl, type IssuingKeyLookup, type OcspMemory } from './status.js';
 import { describeAlgorithm, type CaKey, type CaKeyAlgorithm, type KeyStore } from './keys.js';
 import type { KeyPairSource } from './key-pairs.js';
 import { makeKeys, missingKeys, newCaCertificate, planHierarchy, type PlanOptions } from './ca-init.js';
@@ -42,6 +42,8 @@ export interface BuiltinCaOptions {
   readonly urls: Pick<ServiceUrls, 'crl' | 'caCertificate' | 'ocsp'>;
   readonly brands: readonly BrandHierarchy[];
   readonly privateMaxDays?: number;
+  /** Signed OCSP responses kept in memory (cleared in every process by a revocation); none: every answer is read. */
+  readonly ocspMemory?: OcspMemory;
 }
 
 /**
@@ -400,7 +402,16 @@ export class BuiltinCa implements IssuerWithCapabilities {
    * CRL and drops its cached OCSP answers; a reason may be raised to keyCompromise only.
    */
   revoke(serial: string, reasonName: string, options: { actor?: string; at?: number } = {}): Promise<RevocationResult> {
-    return revokeLeaf({ ...this.o, refreshCrl: (keyId) => this.refreshCrl(keyId) }, serial, reasonName, options);
+    return revokeLeaf(
+      {
+        ...this.o,
+        refreshCrl: (keyId) => this.refreshCrl(keyId),
+        forgetOcsp: async () => this.o.ocspMemory?.clear(),
+      },
+      serial,
+      reasonName,
+      options,
+    );
   }
 
   /** The issuing CA key ids that have (or may have) a CRL: every key that signs certificates. */
@@ -450,7 +461,15 @@ export class BuiltinCa implements IssuerWithCapabilities {
 
   /** Answers an OCSP request (DER) with a DER response (see status.ts). */
   ocsp(request: Uint8Array): Promise<Uint8Array> {
-    return answerOcsp({ repo: this.o.repo, clock: this.o.clock }, request, this.issuingKey);
+    return answerOcsp(
+      {
+        repo: this.o.repo,
+        clock: this.o.clock,
+        ...(this.o.ocspMemory === undefined ? {} : { memory: this.o.ocspMemory }),
+      },
+      request,
+      this.issuingKey,
+    );
   }
 
   /** Marks a CA certificate distrusted (issue 5 moves affected orders). */

@@ -15,6 +15,8 @@ export interface RevocationDeps {
   ) => Promise<T>;
   /** Re-signs the CRL of the key that issued the leaf. */
   readonly refreshCrl: (keyId: string) => Promise<unknown>;
+  /** Forgets the OCSP answers held in memory, in every process (resolves once the news is out). */
+  readonly forgetOcsp?: () => Promise<void>;
 }
 
 /**
@@ -100,6 +102,8 @@ export async function revokeLeaf(
   // An OCSP answer signed from the row as it was before the commit may have been cached after
   // the drop above; drop again now that the CRL is out, so such an answer cannot outlive it.
   await o.repo.dropOcspResponses(keyId, normalized);
+  // The same for the answers held in memory, here and in every other process.
+  await o.forgetOcsp?.();
   await o.audit.appendMany([
     event('ca.revoke.done', {
       reason: reasonName,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Clock } from '../core/index.js';
+import { SharedCache, type Clock } from '../core/index.js';
 import type { CaRepo } from '../storage/index.js';
 import { buildCrl } from './crl.js';
 import { subjectPublicKey, type CaKey } from './keys.js';
@@ -13,6 +13,19 @@ const OCSP_REFRESH_AFTER = Math.floor(STATUS_VALIDITY / 2);
 export interface StatusContext {
   readonly repo: Pick<CaRepo, 'revokedOf' | 'crl' | 'saveCrl' | 'ocspResponse' | 'saveOcspResponse' | 'leaf'>;
   readonly clock: Clock;
+  /** Signed OCSP responses kept in this process in front of the stored ones (`ocspMemory`). */
+  readonly memory?: OcspMemory;
+}
+
+/**
+ * Signed OCSP responses held in memory, so that a relying party's repeated question costs no
+ * query: by issuing key, serial and CertID hash algorithm. A revocation clears them in every
+ * process (topic `ocsp`, see SharedCache), before the revoking request answers.
+ */
+export type OcspMemory = SharedCache<{ readonly der: Uint8Array; readonly nextUpdate: number }>;
+
+export function ocspMemory(maxEntries = 10_000): OcspMemory {
+  return new SharedCache('ocsp', maxEntries);
 }
 
 /** Whether a stored CRL must be re-signed: none yet, or past half its validity. */
@@ -93,6 +106,11 @@ function sameEntries(a: CrlEntries, b: CrlEntries): boolean {
   return b.every((e) => seen.has(key(e)));
 }
 
+/** Whether a signed OCSP response is still served as it is (not yet half way through its validity). */
+function ocspFresh(r: { readonly nextUpdate: number }, now: number): boolean {
+  return r.nextUpdate - now > STATUS_VALIDITY - OCSP_REFRESH_AFTER;
+}
+
 /**
  * Answers an OCSP request (DER) with a DER response: a cached signed response when one is fresh,
  * else a newly signed one that is then cached. `issuingKey` finds the issuing CA key of a CertID
@@ -117,9 +135,17 @@ export async function answerOcsp(
   if (key === undefined) return ocspErrorResponse('unauthorized');
   const serial = hex(certId.serial).toUpperCase();
   const now = ctx.clock.nowSeconds();
+  const memoKey = `${key.id}/${serial}/${certId.hashAlgorithm}`;
+  const remembered = ctx.memory?.get(memoKey);
+  if (remembered !== undefined && ocspFresh(remembered, now)) return remembered.der;
+  // Read before the stored answer: one read before a revocation's clear is not remembered after it.
+  const epoch = ctx.memory?.epoch;
   const cached = await ctx.repo.ocspResponse(key.id, serial, certId.hashAlgorithm);
-  if (cached !== undefined && cached.nextUpdate - now > STATUS_VALIDITY - OCSP_REFRESH_AFTER)
-    return Buffer.from(cached.der, 'base64');
+  if (cached !== undefined && ocspFresh(cached, now)) {
+    const der = Buffer.from(cached.der, 'base64');
+    ctx.memory?.set(memoKey, { der, nextUpdate: cached.nextUpdate }, epoch);
+    return der;
+  }
   const leaf = await ctx.repo.leaf(key.id, serial);
   if (leaf === undefined) return ocspErrorResponse('unauthorized');
   const status: OcspStatus =
@@ -139,5 +165,6 @@ export async function answerOcsp(
     Buffer.from(der).toString('base64'),
     now + STATUS_VALIDITY,
   );
+  ctx.memory?.set(memoKey, { der, nextUpdate: now + STATUS_VALIDITY }, epoch);
   return der;
 }

@@ -17,5 +17,6 @@ export * from './money.js';
 export * from './order.js';
 export * from './orders.js';
 export * from './holders.js';
+export * from './shared-cache.js';
 export * from './urls.js';
 export * from './voucher.js';

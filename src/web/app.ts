@@ -119,11 +119,13 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
   addAuthResolution(app, deps.oauth);
   // The web interface's pages carry no bearer: a signed-in person's count against the person, as
   // the API calls behind them do (u:<id>), not against an address an office may share.
-  app.addHook('onRequest', async (request) => {
-    if (request.rateKey !== undefined) return;
-    const cookie = cookieOf(request);
-    const signedIn = cookie === undefined ? undefined : await deps.signIn.session(cookie);
-    if (signedIn !== undefined) request.rateKey = `u:${signedIn.user.id}`;
+  app.addHook('onRequest', (request, _reply, done) => {
+    const cookie = request.rateKey === undefined ? cookieOf(request) : undefined;
+    if (cookie === undefined) return done();
+    deps.signIn.session(cookie).then((signedIn) => {
+      if (signedIn !== undefined) request.rateKey = `u:${signedIn.user.id}`;
+      done();
+    }, done);
   });
   await app.register(rateLimit, {
     global: true,
@@ -153,9 +155,10 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
       ),
   });
   addAuthEnforcement(app);
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     applyAliases(request.query);
     applyAliases(request.body);
+    done();
   });
 
   // Step 3: routes, recording who may call each (docs/access.md is generated from this).

@@ -1,4 +1,4 @@
-import { CertdeskError, roleAllows, scopeAllows } from '../core/index.js';
+import { CertdeskError, roleAllows, scopeAllows, type Principal, type RouteAccess } from '../core/index.js';
 import type { OAuth } from '../ra/accounts/oauth.js';
 import type { App } from './types.js';
 
@@ -15,17 +15,20 @@ export function bearerOf(header: string | undefined): string | undefined {
  * picks a bucket). Failure is not raised here, so that bad tokens are rate-limited by address.
  */
 export function addAuthResolution(app: App, oauth: Pick<OAuth, 'authenticate'>): void {
-  app.addHook('onRequest', async (request) => {
+  // Callback hooks, not async ones: every request passes here, and most need no promise.
+  app.addHook('onRequest', (request, _reply, done) => {
     const access = request.routeOptions.config.access;
-    if (access === undefined || access === 'anonymous') return;
+    if (access === undefined || access === 'anonymous') return done();
     const bearer = bearerOf(request.headers.authorization);
-    if (bearer === undefined) return;
-    const principal = await oauth.authenticate(bearer);
-    if (principal !== undefined) {
-      request.principal = principal;
-      // One bucket per application (or per user for UI tokens): minting more tokens buys no more.
-      request.rateKey = principal.applicationId === null ? `u:${principal.userId}` : `p:${principal.applicationId}`;
-    }
+    if (bearer === undefined) return done();
+    oauth.authenticate(bearer).then((principal) => {
+      if (principal !== undefined) {
+        request.principal = principal;
+        // One bucket per application (or per user for UI tokens): minting more tokens buys no more.
+        request.rateKey = principal.applicationId === null ? `u:${principal.userId}` : `p:${principal.applicationId}`;
+      }
+      done();
+    }, done);
   });
 }
 
@@ -34,22 +37,31 @@ export function addAuthResolution(app: App, oauth: Pick<OAuth, 'authenticate'>):
  * is read). 401 without a valid token; 403 when token scopes ∩ user roles do not cover the route.
  */
 export function addAuthEnforcement(app: App): void {
-  app.addHook('preParsing', async (request) => {
-    const access = request.routeOptions.config.access;
-    if (access === undefined || access === 'anonymous') return;
-    const principal = request.principal;
-    if (principal === undefined) throw new CertdeskError('unauthenticated');
-    if (!scopeAllows(principal.scopes, access)) {
-      throw new CertdeskError(
-        'forbidden',
-        `Authorization failed: the token's scopes (${principal.scopes.join(' ')}) do not include this request.`,
-      );
-    }
-    if (!roleAllows(principal.roles, access)) {
-      throw new CertdeskError(
-        'forbidden',
-        `Authorization failed: the user's roles (${principal.roles.join(', ') || 'none'}) do not allow this request.`,
-      );
-    }
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const refusal = accessRefusal(request.principal, request.routeOptions.config.access);
+    if (refusal === undefined) done(null, payload);
+    else done(refusal);
   });
+}
+
+/** Why `principal` may not call a route with `access`, or undefined when it may. */
+function accessRefusal(
+  principal: Principal | undefined,
+  access: RouteAccess | 'anonymous' | undefined,
+): CertdeskError | undefined {
+  if (access === undefined || access === 'anonymous') return undefined;
+  if (principal === undefined) return new CertdeskError('unauthenticated');
+  if (!scopeAllows(principal.scopes, access)) {
+    return new CertdeskError(
+      'forbidden',
+      `Authorization failed: the token's scopes (${principal.scopes.join(' ')}) do not include this request.`,
+    );
+  }
+  if (!roleAllows(principal.roles, access)) {
+    return new CertdeskError(
+      'forbidden',
+      `Authorization failed: the user's roles (${principal.roles.join(', ') || 'none'}) do not allow this request.`,
+    );
+  }
+  return undefined;
 }

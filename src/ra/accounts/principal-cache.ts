@@ -1,4 +1,4 @@
-import type { Principal } from '../../core/index.js';
+import { SharedCache, type CacheBroadcast, type Principal } from '../../core/index.js';
 
 /**
  * A small in-process cache of resolved bearer tokens, so that the hot path of an authenticated
@@ -9,29 +9,22 @@ import type { Principal } from '../../core/index.js';
  * Keyed by the bearer token itself, so a hit costs no hashing: the tokens live in this
  * process's memory only, as they do while a request is served, and never reach storage or logs.
  */
-/** What the cache needs of the deployment's broadcast (storage/broadcast.ts). */
-export interface CacheBroadcast {
-  publish(topic: string): Promise<void>;
-  subscribe(topic: string, fn: () => void): void;
-}
-
 export class PrincipalCache {
-  private readonly entries = new Map<string, { principal: Principal; until: number }>();
-  /** Moves on at every clear: a principal read before a clear is not cached after it. */
-  private generation = 0;
-  private broadcast: CacheBroadcast | undefined;
+  private readonly cache: SharedCache<{ principal: Principal; until: number }>;
 
   constructor(
     private readonly ttlMs: number,
-    private readonly maxEntries = 10_000,
-  ) {}
+    maxEntries = 10_000,
+  ) {
+    this.cache = new SharedCache('principals', maxEntries);
+  }
 
   /** The cached principal for a bearer token, or undefined when absent or stale. */
   get(token: string, nowMs: number): Principal | undefined {
-    const entry = this.entries.get(token);
+    const entry = this.cache.get(token);
     if (entry === undefined) return undefined;
     if (entry.until <= nowMs || entry.principal.expiresAt * 1000 <= nowMs) {
-      this.entries.delete(token);
+      this.cache.delete(token);
       return undefined;
     }
     return entry.principal;
@@ -39,37 +32,25 @@ export class PrincipalCache {
 
   /** The current generation: read it before looking a token up, give it to `set`. */
   get epoch(): number {
-    return this.generation;
+    return this.cache.epoch;
   }
 
   /** Caches a principal read in generation `epoch`; nothing when a clear came in between. */
-  set(token: string, principal: Principal, nowMs: number, epoch = this.generation): void {
-    if (this.ttlMs <= 0 || epoch !== this.generation) return;
-    if (this.entries.size >= this.maxEntries) {
-      // Oldest first: Map iterates in insertion order.
-      const oldest = this.entries.keys().next();
-      if (oldest.done !== true) this.entries.delete(oldest.value);
-    }
-    this.entries.set(token, { principal, until: nowMs + this.ttlMs });
+  set(token: string, principal: Principal, nowMs: number, epoch = this.cache.epoch): void {
+    if (this.ttlMs <= 0) return;
+    this.cache.set(token, { principal, until: nowMs + this.ttlMs }, epoch);
   }
 
   /** Hears every other process's clears, and tells them of this one's. */
   connect(broadcast: CacheBroadcast): void {
-    this.broadcast = broadcast;
-    broadcast.subscribe('principals', () => this.forget());
+    this.cache.connect(broadcast);
   }
 
   /**
    * Forgets everything, here and in every other process: after any revocation, role or account
    * change. Resolves once the news is out (see Broadcast.publish).
    */
-  async clear(): Promise<void> {
-    this.forget();
-    await this.broadcast?.publish('principals');
-  }
-
-  private forget(): void {
-    this.entries.clear();
-    this.generation++;
+  clear(): Promise<void> {
+    return this.cache.clear();
   }
 }

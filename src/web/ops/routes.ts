@@ -18,10 +18,11 @@ export type Readiness = Readonly<Record<string, string>>;
 /** /healthz (process up), /readyz (database, Redis and the CA's keys) and /metrics (Prometheus text). */
 export function registerOps(app: App, deps: OpsDeps): void {
   const { metrics } = deps;
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
     metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    done();
   });
 
   const hide = { hide: true };

@@ -36,7 +36,7 @@ export async function registerPki(app: App, deps: PkiDeps): Promise<void> {
       return reply
         .type('application/ocsp-response')
         .header('cache-control', 'public, max-age=3600')
-        .send(Buffer.from(response));
+        .send(Buffer.isBuffer(response) ? response : Buffer.from(response));
     };
     // GET {url}/{url-encoding of base64 of the DER request} (RFC 6960 appendix A.1); base64 holds '/'.
     pki.get<{ Params: { '*': string } }>('/ocsp/*', options, async (request, reply) => {

@@ -57,7 +57,9 @@ const TEXT = {
 
 /** The session cookie of a request, if any. */
 export function cookieOf(request: FastifyRequest): string | undefined {
-  for (const part of (request.headers.cookie ?? '').split(';')) {
+  const header = request.headers.cookie;
+  if (header === undefined) return undefined;
+  for (const part of header.split(';')) {
     const [name, ...value] = part.trim().split('=');
     if (name === COOKIE) return value.join('=');
   }

@@ -19,6 +19,7 @@ import { vouchers } from './migrations/0016-vouchers.js';
 import { scans } from './migrations/0017-scans.js';
 import { operators } from './migrations/0018-operators.js';
 import { orderExpiryIndex } from './migrations/0019-order-expiry-index.js';
+import { orderCounts } from './migrations/0020-order-counts.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -42,6 +43,7 @@ function migrations(db: Db): Record<string, Migration> {
     '0017-scans': scans(db.dialect),
     '0018-operators': operators(db.dialect),
     '0019-order-expiry-index': orderExpiryIndex(db.dialect),
+    '0020-order-counts': orderCounts(db.dialect),
   };
 }
 

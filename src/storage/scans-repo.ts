@@ -132,30 +132,42 @@ export class ScansRepo {
   /** The newest report of `kind` of each order that has one, without the report body (OrderInfo lists). */
   async latest(orderIds: readonly OrderId[], kind: ScanKind): Promise<Map<OrderId, Omit<StoredScanReport, 'report'>>> {
     if (orderIds.length === 0) return new Map();
-    const rows = await this.db.kysely
-      .selectFrom('scan_reports')
-      .select([
-        'id',
-        'order_id',
-        'customer_id',
-        'kind',
-        'created_at',
-        'engine',
-        'criteria_version',
-        'grade',
-        'critical',
-      ])
-      .where('order_id', 'in', [...orderIds])
-      .where('kind', '=', kind)
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('scan_reports as newest')
-          .select((e) => e.fn.max('newest.id').as('id'))
-          .where('newest.order_id', 'in', [...orderIds])
-          .where('newest.kind', '=', kind)
-          .groupBy('newest.order_id'),
-      )
-      .execute();
+    const columns = [
+      'id',
+      'order_id',
+      'customer_id',
+      'kind',
+      'created_at',
+      'engine',
+      'criteria_version',
+      'grade',
+      'critical',
+    ] as const;
+    // One order (GET /Order, every order placed): the newest by the index, without the grouping.
+    const rows =
+      orderIds.length === 1
+        ? await this.db.kysely
+            .selectFrom('scan_reports')
+            .select(columns)
+            .where('order_id', '=', orderIds[0]!)
+            .where('kind', '=', kind)
+            .orderBy('id', 'desc')
+            .limit(1)
+            .execute()
+        : await this.db.kysely
+            .selectFrom('scan_reports')
+            .select(columns)
+            .where('order_id', 'in', [...orderIds])
+            .where('kind', '=', kind)
+            .where('id', 'in', (eb) =>
+              eb
+                .selectFrom('scan_reports as newest')
+                .select((e) => e.fn.max('newest.id').as('id'))
+                .where('newest.order_id', 'in', [...orderIds])
+                .where('newest.kind', '=', kind)
+                .groupBy('newest.order_id'),
+            )
+            .execute();
     return new Map(rows.map((row) => [toOrderId(Number(row.order_id)), toReport({ ...row, report: 'null' })]));
   }
 }

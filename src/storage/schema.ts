@@ -134,6 +134,27 @@ export interface OrdersTable {
   cancel_refunded: number | null;
 }
 
+/**
+ * How many orders a customer has per MajorStatus and ProductType (0020), kept by triggers on
+ * `orders`. Add `order_count_deltas` of the same key for the exact count (PostgreSQL only).
+ */
+export interface OrderCountsTable {
+  customer_id: number;
+  major_status: string;
+  product_type: string;
+  n: number;
+}
+
+/** Changes to `order_counts` not folded in yet (0020, PostgreSQL only: SQLite's triggers add directly). */
+export interface OrderCountDeltasTable {
+  id: Generated<number>;
+  customer_id: number;
+  major_status: string;
+  product_type: string;
+  /** How much the count of the key changes. */
+  n: number;
+}
+
 export interface OrderNamesTable {
   id: Generated<number>;
   order_id: number;
@@ -265,6 +286,8 @@ export interface DB {
   api_applications: ApiApplicationsTable;
   oauth_tokens: OauthTokensTable;
   orders: OrdersTable;
+  order_counts: OrderCountsTable;
+  order_count_deltas: OrderCountDeltasTable;
   order_names: OrderNamesTable;
   dcv_values: DcvValuesTable;
   certificates: CertificatesTable;

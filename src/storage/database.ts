@@ -1,5 +1,13 @@
 import Database from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
+import {
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type Compilable,
+  type CompiledQuery,
+  type SqliteDatabase,
+} from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.js';
 
@@ -124,4 +132,27 @@ export function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T>
 /** Cheap liveness probe for /readyz: resolves when the database answers. */
 export async function pingDatabase(db: Db): Promise<void> {
   await sql`select 1`.execute(db.kysely);
+}
+
+/**
+ * A hot query whose SQL does not depend on its arguments, compiled once per database and then
+ * run with each call's arguments as its parameters, in the order the builder uses them (checked
+ * when it is first compiled). Kysely builds and compiles every query anew, which on the hottest
+ * point reads (GET /Order: the order, its names, its certificate, its scan) cost more than the
+ * database's own work (profiled with BENCH_PROFILE=1). A transaction is a database of its own
+ * here: its queries are compiled once per transaction, as before.
+ */
+export function fixedQuery<A extends readonly unknown[], R>(
+  build: (db: Kysely<DB>, ...args: A) => Compilable<R>,
+): (db: Db, ...args: A) => Promise<R[]> {
+  const compiled = new WeakMap<Kysely<DB>, CompiledQuery<R>>();
+  return async (db, ...args) => {
+    const known = compiled.get(db.kysely);
+    if (known !== undefined) return (await db.kysely.executeQuery<R>({ ...known, parameters: args })).rows;
+    const query = build(db.kysely, ...args).compile();
+    if (query.parameters.length !== args.length || query.parameters.some((p, i) => p !== args[i]))
+      throw new Error(`fixedQuery: the parameters of "${query.sql}" are not its arguments, in order`);
+    compiled.set(db.kysely, query);
+    return (await db.kysely.executeQuery(query)).rows;
+  };
 }

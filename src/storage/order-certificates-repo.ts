@@ -7,7 +7,7 @@ import {
   type CustomerId,
   type OrderId,
 } from '../core/index.js';
-import type { Db } from './database.js';
+import { fixedQuery, type Db } from './database.js';
 
 /**
  * The certificates of orders, as the order side sees them: an order's certificates and its
@@ -15,6 +15,16 @@ import type { Db } from './database.js';
  * round may adopt after a crash, and the certificates no order reaches (the reconciliation).
  * Rows are written by the CA (`CaRepo`); the delivery mark here.
  */
+/** The newest certificate of an order (GET /Order); the limit is a literal, as a bound one makes SQLite prepare the statement again. */
+const newestCertificate = fixedQuery((k, orderId: OrderId) =>
+  k
+    .selectFrom('certificates')
+    .select(['id', 'serial', 'not_before', 'not_after', 'chain_ids'])
+    .where('order_id', '=', orderId)
+    .orderBy('id', 'desc')
+    .limit(sql.lit(1)),
+);
+
 export class OrderCertificatesRepo {
   constructor(private readonly db: Db) {}
 
@@ -36,12 +46,16 @@ export class OrderCertificatesRepo {
   ): Promise<
     { id: CertificateId; serial: string; notBefore: number; notAfter: number; chainIds: string[] } | undefined
   > {
-    let q = this.db.kysely
-      .selectFrom('certificates')
-      .select(['id', 'serial', 'not_before', 'not_after', 'chain_ids'])
-      .where('order_id', '=', orderId);
-    if (after !== null) q = q.where('id', '>', after);
-    const r = await q.orderBy('id', 'desc').executeTakeFirst();
+    const r =
+      after === null
+        ? (await newestCertificate(this.db, orderId))[0]
+        : await this.db.kysely
+            .selectFrom('certificates')
+            .select(['id', 'serial', 'not_before', 'not_after', 'chain_ids'])
+            .where('order_id', '=', orderId)
+            .where('id', '>', after)
+            .orderBy('id', 'desc')
+            .executeTakeFirst();
     return r === undefined
       ? undefined
       : {

@@ -1,11 +1,16 @@
 import type { OrderId, OrderName, OrderNameId } from '../core/index.js';
-import type { Db } from './database.js';
+import { fixedQuery, type Db } from './database.js';
 import { newNameRow, toOrderName, type NewOrderName } from './order-model.js';
 
 /**
  * The names of orders and the state of each one's domain control validation: stored with the
  * order, checked by the worker, approved through an e-mail link.
  */
+/** The names of one order, in order (GET /Order). */
+const namesOfOrder = fixedQuery((k, orderId: OrderId) =>
+  k.selectFrom('order_names').selectAll().where('order_id', '=', orderId).orderBy('id'),
+);
+
 export class OrderNamesRepo {
   constructor(private readonly db: Db) {}
 
@@ -21,13 +26,16 @@ export class OrderNamesRepo {
   /** The names of these orders, by order then as they were ordered (the common name first). */
   async names(orderIds: readonly OrderId[]): Promise<OrderName[]> {
     if (orderIds.length === 0) return [];
-    const rows = await this.db.kysely
-      .selectFrom('order_names')
-      .selectAll()
-      .where('order_id', 'in', [...orderIds])
-      .orderBy('order_id')
-      .orderBy('id')
-      .execute();
+    const rows =
+      orderIds.length === 1
+        ? await namesOfOrder(this.db, orderIds[0]!)
+        : await this.db.kysely
+            .selectFrom('order_names')
+            .selectAll()
+            .where('order_id', 'in', [...orderIds])
+            .orderBy('order_id')
+            .orderBy('id')
+            .execute();
     return rows.map(toOrderName);
   }
 

@@ -10,7 +10,7 @@ import {
   type OrganizationInfo,
   type VettedData,
 } from '../core/index.js';
-import type { Db } from './database.js';
+import { fixedQuery, type Db } from './database.js';
 import { OrderNamesRepo } from './order-names-repo.js';
 import {
   newOrderRow,
@@ -27,6 +27,11 @@ import type { OrdersTable } from './schema.js';
 export type { IssuedFacts, NewOrder, NewOrderName, ReissueRound } from './order-model.js';
 
 /** Leaving WF_ISSUANCE ends the round's issuance claim. */
+/** One order of one customer (GET /Order and every read behind a request). */
+const orderOfCustomer = fixedQuery((k, customerId: CustomerId, id: OrderId) =>
+  k.selectFrom('orders').selectAll().where('customer_id', '=', customerId).where('id', '=', id),
+);
+
 const UNCLAIMED = { issuance_claim: null, issuance_claim_until: null } as const;
 
 /** Whether an error is a unique-constraint violation (SQLite or PostgreSQL). */
@@ -99,12 +104,7 @@ export class OrdersRepo {
 
   /** One order of one customer: another customer's order is simply not found. */
   async get(customerId: CustomerId, id: OrderId): Promise<Order | undefined> {
-    const row = await this.db.kysely
-      .selectFrom('orders')
-      .selectAll()
-      .where('customer_id', '=', customerId)
-      .where('id', '=', id)
-      .executeTakeFirst();
+    const [row] = await orderOfCustomer(this.db, customerId, id);
     return row === undefined ? undefined : toOrder(row);
   }
 

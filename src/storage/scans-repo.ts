@@ -1,7 +1,7 @@
 import type { CustomerId, OrderId } from '../core/index.js';
 import { customerId as toCustomerId, orderId as toOrderId } from '../core/index.js';
-import type { Selectable } from 'kysely';
-import type { Db } from './database.js';
+import { sql, type Selectable } from 'kysely';
+import { fixedQuery, type Db } from './database.js';
 import type { ScanReportsTable } from './schema.js';
 
 export type AssessmentStatus = 'Active' | 'Inactive';
@@ -37,6 +37,29 @@ export interface StoredScanReport {
 export type NewScanReport = Omit<StoredScanReport, 'id'>;
 
 /** Vulnerability assessments and scan reports. */
+const REPORT_SUMMARY = [
+  'id',
+  'order_id',
+  'customer_id',
+  'kind',
+  'created_at',
+  'engine',
+  'criteria_version',
+  'grade',
+  'critical',
+] as const;
+
+/** The newest report of one kind of one order (GET /Order), by the index. */
+const newestReport = fixedQuery((k, orderId: OrderId, kind: ScanKind) =>
+  k
+    .selectFrom('scan_reports')
+    .select(REPORT_SUMMARY)
+    .where('order_id', '=', orderId)
+    .where('kind', '=', kind)
+    .orderBy('id', 'desc')
+    .limit(sql.lit(1)),
+);
+
 export class ScansRepo {
   constructor(private readonly db: Db) {}
 
@@ -132,31 +155,13 @@ export class ScansRepo {
   /** The newest report of `kind` of each order that has one, without the report body (OrderInfo lists). */
   async latest(orderIds: readonly OrderId[], kind: ScanKind): Promise<Map<OrderId, Omit<StoredScanReport, 'report'>>> {
     if (orderIds.length === 0) return new Map();
-    const columns = [
-      'id',
-      'order_id',
-      'customer_id',
-      'kind',
-      'created_at',
-      'engine',
-      'criteria_version',
-      'grade',
-      'critical',
-    ] as const;
     // One order (GET /Order, every order placed): the newest by the index, without the grouping.
     const rows =
       orderIds.length === 1
-        ? await this.db.kysely
-            .selectFrom('scan_reports')
-            .select(columns)
-            .where('order_id', '=', orderIds[0]!)
-            .where('kind', '=', kind)
-            .orderBy('id', 'desc')
-            .limit(1)
-            .execute()
+        ? await newestReport(this.db, orderIds[0]!, kind)
         : await this.db.kysely
             .selectFrom('scan_reports')
-            .select(columns)
+            .select(REPORT_SUMMARY)
             .where('order_id', 'in', [...orderIds])
             .where('kind', '=', kind)
             .where('id', 'in', (eb) =>

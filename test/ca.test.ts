@@ -442,6 +442,33 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
       expect(text).toContain('Cert Status: good');
     });
 
+    it('ok/the same request bytes (no nonce), asked again after a revocation, are answered revoked', async () => {
+      const c = await issue({ csr: ec });
+      const req = join(dir, 'again.req');
+      openssl([
+        'ocsp',
+        '-issuer',
+        file('a-int.pem', c.intermediate),
+        '-cert',
+        file('a-leaf.pem', c.certificate),
+        '-reqout',
+        req,
+        '-no_nonce',
+      ]);
+      const ask = async () => {
+        const res = await fetch(`${url}/ocsp/${encodeURIComponent(readFileSync(req).toString('base64'))}`);
+        const answer = file('again.resp', Buffer.from(await res.arrayBuffer()));
+        return openssl(['ocsp', '-respin', answer, '-resp_text', '-noverify']).out;
+      };
+      // Asked twice: the second answer comes from memory, by the request's bytes.
+      expect(await ask()).toContain('Cert Status: good');
+      expect(await ask()).toContain('Cert Status: good');
+      await t.services.ca.revoke(c.serial, 'keyCompromise');
+      const after = await ask();
+      expect(after).toContain('Cert Status: revoked');
+      expect(after).toContain('Revocation Reason: keyCompromise');
+    });
+
     it('fail/never good for a serial it did not issue, an unknown issuer or garbage', async () => {
       const c = await issue({ csr: ec });
       const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');

@@ -122,6 +122,11 @@ export async function answerOcsp(
   request: Uint8Array,
   issuingKey: IssuingKeyLookup,
 ): Promise<Uint8Array> {
+  // The same request (a relying party asking again, without a nonce we would not echo anyway) is
+  // answered from memory before it is even parsed: the answer depends on its CertID alone.
+  const asked = ctx.memory === undefined ? undefined : `q:${Buffer.from(request).toString('latin1')}`;
+  const again = asked === undefined ? undefined : ctx.memory!.get(asked);
+  if (again !== undefined && ocspFresh(again, ctx.clock.nowSeconds())) return again.der;
   let parsed;
   try {
     parsed = parseOcspRequest(request);
@@ -136,14 +141,21 @@ export async function answerOcsp(
   const serial = hex(certId.serial).toUpperCase();
   const now = ctx.clock.nowSeconds();
   const memoKey = `${key.id}/${serial}/${certId.hashAlgorithm}`;
+  const remember = (entry: { der: Uint8Array; nextUpdate: number }, epoch: number | undefined) => {
+    ctx.memory?.set(memoKey, entry, epoch);
+    if (asked !== undefined) ctx.memory?.set(asked, entry, epoch);
+  };
   const remembered = ctx.memory?.get(memoKey);
-  if (remembered !== undefined && ocspFresh(remembered, now)) return remembered.der;
+  if (remembered !== undefined && ocspFresh(remembered, now)) {
+    remember(remembered, ctx.memory?.epoch);
+    return remembered.der;
+  }
   // Read before the stored answer: one read before a revocation's clear is not remembered after it.
   const epoch = ctx.memory?.epoch;
   const cached = await ctx.repo.ocspResponse(key.id, serial, certId.hashAlgorithm);
   if (cached !== undefined && ocspFresh(cached, now)) {
     const der = Buffer.from(cached.der, 'base64');
-    ctx.memory?.set(memoKey, { der, nextUpdate: cached.nextUpdate }, epoch);
+    remember({ der, nextUpdate: cached.nextUpdate }, epoch);
     return der;
   }
   const leaf = await ctx.repo.leaf(key.id, serial);
@@ -165,6 +177,6 @@ export async function answerOcsp(
     Buffer.from(der).toString('base64'),
     now + STATUS_VALIDITY,
   );
-  ctx.memory?.set(memoKey, { der, nextUpdate: now + STATUS_VALIDITY }, epoch);
+  remember({ der, nextUpdate: now + STATUS_VALIDITY }, epoch);
   return der;
 }

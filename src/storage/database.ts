@@ -63,6 +63,10 @@ function openSqlite(file: string): Db {
   // 64 MiB of page cache (the default is 2 MiB): indexes on random keys (token hashes, DCV values)
   // are written at random pages; with the small cache recording a certificate cost ~3x more.
   raw.pragma('cache_size = -65536');
+  // A checkpoint every 10,000 WAL pages (~40 MB) instead of 1,000: a page written by many
+  // commits in between (an index's last leaf, the audit table's end) is copied back once, not
+  // once per thousand pages. Recording issued certificates went ~12 % faster (bench/ca.ts, ECDSA).
+  raw.pragma('wal_autocheckpoint = 10000');
   const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   return {
     kysely,

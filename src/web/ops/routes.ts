@@ -18,10 +18,23 @@ export type Readiness = Readonly<Record<string, string>>;
 /** /healthz (process up), /readyz (database, Redis and the CA's keys) and /metrics (Prometheus text). */
 export function registerOps(app: App, deps: OpsDeps): void {
   const { metrics } = deps;
+  // The labelled series are looked up once per method, route and status (there are few): prom-client
+  // hashes the label set on every inc/observe otherwise, a visible share of a cheap request.
+  const series = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
-    metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    const status = reply.statusCode;
+    const key = `${request.method} ${status} ${route}`;
+    let s = series.get(key);
+    if (s === undefined) {
+      s = {
+        requests: metrics.httpRequests.labels({ method: request.method, route, status: String(status) }),
+        duration: metrics.httpDuration.labels({ method: request.method, route }),
+      };
+      series.set(key, s);
+    }
+    s.requests.inc();
+    s.duration.observe(reply.elapsedTime / 1000);
     done();
   });
 

@@ -47,7 +47,7 @@ export async function registerPki(app: App, deps: PkiDeps): Promise<void> {
         b64 = '';
       }
       const der = /^[A-Za-z0-9+/=\s]{1,6000}$/.test(b64)
-        ? Buffer.from(b64.replace(/\s/g, ''), 'base64')
+        ? Buffer.from(/\s/.test(b64) ? b64.replace(/\s/g, '') : b64, 'base64')
         : Buffer.alloc(0);
       return answer(der, reply);
     });

@@ -56,6 +56,8 @@ export class BuiltinCa implements IssuerWithCapabilities {
   /** Every certificate is recorded (under its issuance claim) before `issue` answers: CRL and OCSP read those records. */
   readonly recordsCertificates = true as const;
   private certs = new Map<string, CaCert>();
+  /** distrustMarks() as last computed; the same Map until the CA certificates change (readers compare it). */
+  private marks?: Map<string, { phase1: number | null; phase2: number | null }>;
   private keys = new Map<string, CaKey>();
   /** OCSP: the issuing key of a CertID. */
   private issuingKey: IssuingKeyLookup = () => undefined;
@@ -97,6 +99,7 @@ export class BuiltinCa implements IssuerWithCapabilities {
       certs.set(row.id, { row, der, pem: pem('CERTIFICATE', der), subject: subjectOf(der), key });
     }
     this.certs = certs;
+    this.marks = undefined;
     this.issuingKey = ocspIssuerIndex([...certs.values()].filter((c) => c.row.parent_id !== null));
   }
 
@@ -175,6 +178,7 @@ export class BuiltinCa implements IssuerWithCapabilities {
         },
       ]);
       this.certs.set(id, { row, der, pem: pem('CERTIFICATE', der), subject, key });
+      this.marks = undefined;
       options.log?.(`created ${id}`);
       created.push(id);
     }
@@ -490,12 +494,14 @@ export class BuiltinCa implements IssuerWithCapabilities {
     await this.load();
   }
 
-  /** CA certificate ids marked distrusted, with their phase dates. */
+  /** CA certificate ids marked distrusted, with their phase dates: one Map until they change. Do not modify it. */
   distrustMarks(): Map<string, { phase1: number | null; phase2: number | null }> {
+    if (this.marks !== undefined) return this.marks;
     const marks = new Map<string, { phase1: number | null; phase2: number | null }>();
     for (const c of this.certs.values())
       if (c.row.distrust_phase1 !== null || c.row.distrust_phase2 !== null)
         marks.set(c.row.id, { phase1: c.row.distrust_phase1, phase2: c.row.distrust_phase2 });
+    this.marks = marks;
     return marks;
   }
 

@@ -122,6 +122,9 @@ class RecordingIssuer implements IssuerWithCapabilities {
   }
 
   distrustMarks(): Map<string, { phase1: number | null; phase2: number | null }> {
-    return this.inner.distrustMarks?.() ?? new Map();
+    return this.inner.distrustMarks?.() ?? NO_MARKS;
   }
 }
+
+/** The marks of an issuer that keeps none: always the same (empty) Map. */
+const NO_MARKS = new Map<string, { phase1: number | null; phase2: number | null }>();

@@ -20,8 +20,21 @@ export interface Db {
   readonly schema?: string;
   /** PostgreSQL: the server's URL (a process's LISTEN connection opens its own). */
   readonly url?: string;
+  /** SQLite: reads run at once on the connection, outside Kysely, when it is idle (fixedQuery). */
+  readonly direct?: DirectReads;
   /** Closes every connection; the Db is unusable afterwards. */
   close(): Promise<void>;
+}
+
+/**
+ * SQLite's one connection, read without Kysely's connection lock and promises. `all` gives
+ * undefined while a transaction is open on it: a read then would see what that transaction has
+ * not committed, so it must wait its turn through Kysely. Only for `kysely` itself, not a
+ * transaction's or a plugin's view of it.
+ */
+export interface DirectReads {
+  readonly kysely: Kysely<DB>;
+  all<R>(text: string, parameters: readonly unknown[]): R[] | undefined;
 }
 
 export interface OpenOptions {
@@ -67,10 +80,16 @@ function openSqlite(file: string): Db {
   // commits in between (an index's last leaf, the audit table's end) is copied back once, not
   // once per thousand pages. Recording issued certificates went ~12 % faster (bench/ca.ts, ECDSA).
   raw.pragma('wal_autocheckpoint = 10000');
-  const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  const statements = withStatementCache(raw);
+  const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
   return {
     kysely,
     dialect: 'sqlite',
+    direct: {
+      kysely,
+      all: <R>(text: string, parameters: readonly unknown[]) =>
+        raw.inTransaction ? undefined : (statements.prepare(text).all(parameters) as R[]),
+    },
     close: () => kysely.destroy(),
   };
 }
@@ -81,7 +100,10 @@ function openSqlite(file: string): Db {
  * so an LRU of a few hundred statements holds them all. (Statements are never iterated twice at
  * once: Kysely iterates only for `stream()`, which certdesk does not use.)
  */
-function withStatementCache(raw: Database.Database, size = 500): SqliteDatabase {
+function withStatementCache(
+  raw: Database.Database,
+  size = 500,
+): SqliteDatabase & { prepare(text: string): Database.Statement } {
   const statements = new Map<string, Database.Statement>();
   return {
     close: () => raw.close(),
@@ -144,7 +166,8 @@ export async function pingDatabase(db: Db): Promise<void> {
  * when it is first compiled). Kysely builds and compiles every query anew, which on the hottest
  * point reads (GET /Order: the order, its names, its certificate, its scan) cost more than the
  * database's own work (profiled with BENCH_PROFILE=1). A transaction is a database of its own
- * here: its queries are compiled once per transaction, as before.
+ * here: its queries are compiled once per transaction, as before. On SQLite, outside a
+ * transaction, the statement runs directly on the connection (`Db.direct`).
  */
 export function fixedQuery<A extends readonly unknown[], R>(
   build: (db: Kysely<DB>, ...args: A) => Compilable<R>,
@@ -152,7 +175,12 @@ export function fixedQuery<A extends readonly unknown[], R>(
   const compiled = new WeakMap<Kysely<DB>, CompiledQuery<R>>();
   return async (db, ...args) => {
     const known = compiled.get(db.kysely);
-    if (known !== undefined) return (await db.kysely.executeQuery<R>({ ...known, parameters: args })).rows;
+    if (known !== undefined) {
+      // SQLite outside a transaction: the statement at once (Kysely's lock and promises cost as
+      // much as a point read itself); in one, or on PostgreSQL, through Kysely.
+      const rows = db.direct?.kysely === db.kysely ? db.direct.all<R>(known.sql, args) : undefined;
+      return rows ?? (await db.kysely.executeQuery<R>({ ...known, parameters: args })).rows;
+    }
     const query = build(db.kysely, ...args).compile();
     if (query.parameters.length !== args.length || query.parameters.some((p, i) => p !== args[i]))
       throw new Error(`fixedQuery: the parameters of "${query.sql}" are not its arguments, in order`);

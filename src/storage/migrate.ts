@@ -20,6 +20,7 @@ import { scans } from './migrations/0017-scans.js';
 import { operators } from './migrations/0018-operators.js';
 import { orderExpiryIndex } from './migrations/0019-order-expiry-index.js';
 import { orderCounts } from './migrations/0020-order-counts.js';
+import { orderVersions } from './migrations/0021-order-versions.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -44,6 +45,7 @@ function migrations(db: Db): Record<string, Migration> {
     '0018-operators': operators(db.dialect),
     '0019-order-expiry-index': orderExpiryIndex(db.dialect),
     '0020-order-counts': orderCounts(db.dialect),
+    '0021-order-versions': orderVersions(db.dialect),
   };
 }
 

@@ -32,6 +32,35 @@ const orderOfCustomer = fixedQuery((k, customerId: CustomerId, id: OrderId) =>
   k.selectFrom('orders').selectAll().where('customer_id', '=', customerId).where('id', '=', id),
 );
 
+/**
+ * What GET /Order/{id} shows of an order, as change counters (migration 0021): the order's row
+ * counts its own updates and its configuration scans; with the names' DCV status, their count,
+ * newest and the sum of their versions too. Read from the order's row (and the names' index).
+ */
+const orderTagOf = fixedQuery((k, customerId: CustomerId, id: OrderId) =>
+  k
+    .selectFrom('orders')
+    .select(['version', 'major_status', 'cert_not_after'])
+    .where('customer_id', '=', customerId)
+    .where('id', '=', id),
+);
+const orderTagWithNamesOf = fixedQuery((k, customerId: CustomerId, id: OrderId) =>
+  k
+    .selectFrom('orders as o')
+    .select((eb) => [
+      'o.version',
+      'o.major_status',
+      'o.cert_not_after',
+      eb
+        .selectFrom('order_names as n')
+        .whereRef('n.order_id', '=', 'o.id')
+        .select(sql<string>`count(*) || '.' || coalesce(max(n.id), 0) || '.' || coalesce(sum(n.version), 0)`.as('t'))
+        .as('names'),
+    ])
+    .where('o.customer_id', '=', customerId)
+    .where('o.id', '=', id),
+);
+
 const UNCLAIMED = { issuance_claim: null, issuance_claim_until: null } as const;
 
 /** Whether an error is a unique-constraint violation (SQLite or PostgreSQL). */
@@ -106,6 +135,26 @@ export class OrdersRepo {
   async get(customerId: CustomerId, id: OrderId): Promise<Order | undefined> {
     const [row] = await orderOfCustomer(this.db, customerId, id);
     return row === undefined ? undefined : toOrder(row);
+  }
+
+  /**
+   * The order's change counters (see orderTagOf; `withNames`: its names' DCV status too) as one
+   * string, with what decides whether it has expired by now. Undefined when the customer has no such order.
+   */
+  async tag(
+    customerId: CustomerId,
+    id: OrderId,
+    withNames: boolean,
+  ): Promise<{ counters: string; majorStatus: MajorStatus; certNotAfter: number | null } | undefined> {
+    const [row] = withNames
+      ? await orderTagWithNamesOf(this.db, customerId, id)
+      : await orderTagOf(this.db, customerId, id);
+    if (row === undefined) return undefined;
+    return {
+      counters: 'names' in row ? `${row.version}:${row.names}` : String(row.version),
+      majorStatus: row.major_status as MajorStatus,
+      certNotAfter: row.cert_not_after,
+    };
   }
 
   /** An order by id alone: for the worker, never for a request (requests use `get`). */

@@ -132,6 +132,8 @@ export interface OrdersTable {
   cancel_key: string | null;
   /** What that cancel answered: 1 refunded, 0 charged (0010); null when not cancelled with a key. */
   cancel_refunded: number | null;
+  /** Goes up by one with every update of the row, by trigger (0021): GET /Order's change tag. */
+  version: Generated<number>;
 }
 
 /**
@@ -167,6 +169,8 @@ export interface OrderNamesTable {
   last_problem: string | null;
   /** SHA-256 (hex) of the EMAIL approval link's token (0006). */
   approval_token_hash: string | null;
+  /** Goes up by one with every update of the row, by trigger (0021). */
+  version: Generated<number>;
 }
 
 export interface DcvValuesTable {

@@ -1,4 +1,5 @@
 import { CertdeskError, roleAllows, scopeAllows, type Principal, type RouteAccess } from '../core/index.js';
+import type { FastifyRequest } from 'fastify';
 import type { OAuth } from '../ra/accounts/oauth.js';
 import type { App } from './types.js';
 
@@ -14,19 +15,27 @@ export function bearerOf(header: string | undefined): string | undefined {
  * Resolves the bearer token on every route that needs one (onRequest, before the rate limiter
  * picks a bucket). Failure is not raised here, so that bad tokens are rate-limited by address.
  */
-export function addAuthResolution(app: App, oauth: Pick<OAuth, 'authenticate'>): void {
-  // Callback hooks, not async ones: every request passes here, and most need no promise.
+export function addAuthResolution(app: App, oauth: Pick<OAuth, 'authenticate' | 'knownPrincipal'>): void {
+  const resolved = (request: FastifyRequest, principal: Principal | undefined): void => {
+    if (principal === undefined) return;
+    request.principal = principal;
+    // One bucket per application (or per user for UI tokens): minting more tokens buys no more.
+    request.rateKey = principal.applicationId === null ? `u:${principal.userId}` : `p:${principal.applicationId}`;
+  };
+  // Callback hooks, not async ones: every request passes here, and most need no promise (a
+  // token seen in the last minutes is answered from the principal cache at once).
   app.addHook('onRequest', (request, _reply, done) => {
     const access = request.routeOptions.config.access;
     if (access === undefined || access === 'anonymous') return done();
     const bearer = bearerOf(request.headers.authorization);
     if (bearer === undefined) return done();
+    const known = oauth.knownPrincipal(bearer);
+    if (known !== undefined) {
+      resolved(request, known);
+      return done();
+    }
     oauth.authenticate(bearer).then((principal) => {
-      if (principal !== undefined) {
-        request.principal = principal;
-        // One bucket per application (or per user for UI tokens): minting more tokens buys no more.
-        request.rateKey = principal.applicationId === null ? `u:${principal.userId}` : `p:${principal.applicationId}`;
-      }
+      resolved(request, principal);
       done();
     }, done);
   });

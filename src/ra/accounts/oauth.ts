@@ -196,15 +196,26 @@ export class OAuth {
    * Served from the principal cache when it can be (see PrincipalCache for the staleness bound).
    */
   async authenticate(bearer: string): Promise<Principal | undefined> {
+    const cached = this.knownPrincipal(bearer);
+    if (cached !== undefined) return cached;
     const nowSeconds = this.deps.clock.nowSeconds();
     const nowMs = Math.max(this.deps.nowMs?.() ?? Date.now(), nowSeconds * 1000);
-    const cached = this.deps.principals.get(bearer, nowMs);
-    if (cached !== undefined && cached.expiresAt > nowSeconds) return cached;
     const epoch = this.deps.principals.epoch;
     const stored = await this.deps.tokens.findLive(hashSecret(bearer), nowSeconds);
     if (stored?.kind !== 'access') return undefined;
     this.deps.principals.set(bearer, stored, nowMs, epoch);
     return stored;
+  }
+
+  /**
+   * `authenticate`'s answer when the principal cache holds it, at once (no promise: the request
+   * hook takes this path on almost every call); undefined means ask `authenticate`.
+   */
+  knownPrincipal(bearer: string): Principal | undefined {
+    const nowSeconds = this.deps.clock.nowSeconds();
+    const nowMs = Math.max(this.deps.nowMs?.() ?? Date.now(), nowSeconds * 1000);
+    const cached = this.deps.principals.get(bearer, nowMs);
+    return cached !== undefined && cached.expiresAt > nowSeconds ? cached : undefined;
   }
 
   /** A client that authenticates with no secret: known, not revoked, its owner active. */

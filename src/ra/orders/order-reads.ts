@@ -57,7 +57,7 @@ export interface OrderView {
 }
 
 export interface OrderReadsDeps {
-  readonly orders: Pick<OrdersRepo, 'get'>;
+  readonly orders: Pick<OrdersRepo, 'get' | 'tag'>;
   readonly orderQueries: Pick<OrderQueriesRepo, 'list' | 'modified'>;
   readonly orderNames: Pick<OrderNamesRepo, 'names'>;
   readonly orderCertificates: Pick<OrderCertificatesRepo, 'latestCertificate' | 'chainingTo'>;
@@ -73,13 +73,45 @@ export interface OrderReadsDeps {
   readonly clock: Clock;
 }
 
+/** Derived, not stored: a COMPLETE order past its last certificate's EndDate is EXPIRED. */
+function expired(major: string, certNotAfter: number | null, now: number): boolean {
+  return major === 'COMPLETE' && certNotAfter !== null && certNotAfter < now;
+}
+
+/** The marks of an issuer without any: one Map, so an order's tag does not change on every read. */
+const NO_MARKS = new Map<string, { phase1: number | null; phase2: number | null }>();
+
 /** Largest page of GET /Orders (documented in docs/orders.md). */
 export const MAX_ITEMS_PER_PAGE = 1000;
 export const DEFAULT_ITEMS_PER_PAGE = 100;
 
 /** The orders of the caller's account as readers see them; another account's are never found. */
 export class OrderReads {
+  /** The distrust marks last seen, and how often they changed (part of every order's tag). */
+  private marksSeen?: Map<string, unknown>;
+  private marksChanges = 0;
+
   constructor(private readonly deps: OrderReadsDeps) {}
+
+  /**
+   * A tag of everything one order's view is made of, in one cheap query: while it is unchanged,
+   * so is the view (getOrder), in every process. Read it before the view, so that a view kept
+   * under it is never older than it. `withNameStatus`: the names' DCV status is part of what is
+   * shown. Throws orderNotFound as getOrder does.
+   */
+  async orderTag(principal: Principal, id: number, withNameStatus: boolean): Promise<string> {
+    const tag = await this.deps.orders.tag(principal.customerId, toOrderId(id), withNameStatus);
+    if (tag === undefined)
+      throw new CertdeskError('orderNotFound', `Invalid order id ${id}: no such order.`, { field: 'ServiceOrderID' });
+    const marks = this.distrustMarks();
+    if (marks !== this.marksSeen) {
+      this.marksSeen = marks;
+      this.marksChanges++;
+    }
+    // Time changes a view too: a COMPLETE order turns EXPIRED past its certificate's end.
+    const gone = expired(tag.majorStatus, tag.certNotAfter, this.deps.clock.nowSeconds());
+    return `${tag.counters}:${this.marksChanges}:${gone ? 1 : 0}`;
+  }
 
   /** One order of the caller's account; another account's order is not found (404). */
   async getOrder(principal: Principal, id: number, withCertificate = true): Promise<OrderView> {
@@ -127,7 +159,7 @@ export class OrderReads {
   }
 
   private distrustMarks(): Map<string, { phase1: number | null; phase2: number | null }> {
-    return this.deps.certificates.distrustMarks?.() ?? new Map();
+    return this.deps.certificates.distrustMarks?.() ?? NO_MARKS;
   }
 
   /** What readers see of `orders`: names, the current certificate's dates, Fulfillment when asked for, distrust marks. */
@@ -139,11 +171,9 @@ export class OrderReads {
     const now = this.deps.clock.nowSeconds();
     return Promise.all(
       orders.map(async (stored) => {
-        // Derived, not stored: a COMPLETE order past its last certificate's EndDate is EXPIRED.
-        const order: Order =
-          stored.majorStatus === 'COMPLETE' && stored.certNotAfter !== null && stored.certNotAfter < now
-            ? { ...stored, minorStatus: 'EXPIRED' }
-            : stored;
+        const order: Order = expired(stored.majorStatus, stored.certNotAfter, now)
+          ? { ...stored, minorStatus: 'EXPIRED' }
+          : stored;
         const own = names.filter((n) => n.orderId === order.id);
         const fqdns = own.map((n) => n.name);
         const scan = scans.get(order.id);

@@ -27,15 +27,30 @@ export interface Includes {
 }
 
 export function includes(q: IncludeQuery): Includes {
-  const on = (v: string | undefined) => parseBoolish(v) === true;
-  return {
-    fulfillment: on(q.includeFulfillment),
-    orderParameters: on(q.includeOrderParameters),
-    billing: on(q.includeBillingDetails),
-    contacts: on(q.includeContacts),
-    organization: on(q.includeOrganizationInfos),
-    dcv: on(q.includeDCVStatus),
-  };
+  // Most reads ask for nothing (integrations polling an order's status).
+  for (const _ in q)
+    return {
+      fulfillment: flagOn(q.includeFulfillment),
+      orderParameters: flagOn(q.includeOrderParameters),
+      billing: flagOn(q.includeBillingDetails),
+      contacts: flagOn(q.includeContacts),
+      organization: flagOn(q.includeOrganizationInfos),
+      dcv: flagOn(q.includeDCVStatus),
+    };
+  return NOTHING_INCLUDED;
+}
+
+const NOTHING_INCLUDED: Includes = Object.freeze({
+  fulfillment: false,
+  orderParameters: false,
+  billing: false,
+  contacts: false,
+  organization: false,
+  dcv: false,
+});
+
+function flagOn(v: string | undefined): boolean {
+  return parseBoolish(v) === true;
 }
 
 /** OrderInfo (spec 2.11): status always, the other blocks by the include* flags; no Fulfillment while pending. */

@@ -1,5 +1,5 @@
 import type { CustomerId } from '../core/index.js';
-import type { Db } from './database.js';
+import { insertRows, type Db } from './database.js';
 
 export interface AuditEvent {
   readonly at: number;
@@ -22,21 +22,20 @@ export class AuditRepo {
 
   /** Several events in one statement (the CA writes its signing events in batches). */
   async appendMany(events: readonly AuditEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    await this.db.kysely
-      .insertInto('audit_events')
-      .values(
-        events.map((event) => ({
-          at: event.at,
-          customer_id: event.customerId,
-          actor: event.actor,
-          client_address: event.clientAddress,
-          action: event.action,
-          subject: event.subject,
-          details: event.details === undefined ? null : JSON.stringify(event.details),
-        })),
-      )
-      .execute();
+    await insertRows(
+      this.db,
+      'audit_events',
+      ['at', 'customer_id', 'actor', 'client_address', 'action', 'subject', 'details'],
+      events.map((event) => ({
+        at: event.at,
+        customer_id: event.customerId,
+        actor: event.actor,
+        client_address: event.clientAddress,
+        action: event.action,
+        subject: event.subject,
+        details: event.details === undefined ? null : JSON.stringify(event.details),
+      })),
+    );
   }
 
   async listByCustomer(customer: CustomerId, limit = 100): Promise<(AuditEvent & { id: number })[]> {

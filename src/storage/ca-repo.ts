@@ -1,5 +1,5 @@
 import type { Insertable, Selectable } from 'kysely';
-import type { Db } from './database.js';
+import { insertRows, type Db } from './database.js';
 import type { CaCertificatesTable, CaKeysTable, CertificatesTable } from './schema.js';
 
 export type CaKeyRow = Selectable<CaKeysTable>;
@@ -8,6 +8,26 @@ export type CaCertificateRow = Selectable<CaCertificatesTable>;
 const SUPERSEDED = 4;
 
 export type NewLeaf = Omit<Insertable<CertificatesTable>, 'id' | 'revoked_at' | 'revocation_reason'>;
+
+/** Every column of a leaf's row but its id (insertLeaves names them all: what a row lacks is NULL). */
+const LEAF_COLUMNS = [
+  'order_id',
+  'customer_id',
+  'issuer_id',
+  'key_id',
+  'serial',
+  'pem',
+  'chain_pem',
+  'pkcs7_pem',
+  'not_before',
+  'not_after',
+  'revoked_at',
+  'revocation_reason',
+  'created_at',
+  'chain_ids',
+  'profile',
+  'delivered_at',
+] as const satisfies readonly (keyof CertificatesTable)[];
 
 /** What OCSP and revocation need to know about one leaf. */
 export interface LeafStatus {
@@ -140,11 +160,7 @@ export class CaRepo {
   async insertLeaves(
     rows: readonly (NewLeaf & { revoked_at?: number | null; revocation_reason?: number | null })[],
   ): Promise<void> {
-    if (rows.length === 0) return;
-    await this.db.kysely
-      .insertInto('certificates')
-      .values([...rows])
-      .execute();
+    await insertRows(this.db, 'certificates', LEAF_COLUMNS, rows);
   }
 
   async leaf(keyId: string, serial: string): Promise<LeafStatus | undefined> {

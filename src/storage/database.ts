@@ -1,11 +1,11 @@
 import Database from 'better-sqlite3';
 import {
+  CompiledQuery,
   Kysely,
   PostgresDialect,
   SqliteDialect,
   sql,
   type Compilable,
-  type CompiledQuery,
   type SqliteDatabase,
 } from 'kysely';
 import pg from 'pg';
@@ -187,4 +187,32 @@ export function fixedQuery<A extends readonly unknown[], R>(
     compiled.set(db.kysely, query);
     return (await db.kysely.executeQuery(query)).rows;
   };
+}
+
+/**
+ * Many rows into `table` in one statement, the columns named once: a column a row lacks is NULL.
+ * For batches on hot paths (the CA's certificates and audit events): Kysely's builder parses
+ * every value of a multi-row INSERT, about a tenth of recording a signed certificate (profiled).
+ */
+export async function insertRows<T extends keyof DB & string>(
+  db: Db,
+  table: T,
+  columns: readonly (keyof DB[T] & string)[],
+  rows: readonly Partial<Record<keyof DB[T] & string, unknown>>[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  const parameters: unknown[] = [];
+  const tuples: string[] = [];
+  for (const row of rows) {
+    const marks: string[] = [];
+    for (const column of columns) {
+      parameters.push(row[column] ?? null);
+      marks.push(db.dialect === 'postgres' ? `$${parameters.length}` : '?');
+    }
+    tuples.push(`(${marks.join(', ')})`);
+  }
+  const names = columns.map((c) => `"${c}"`).join(', ');
+  await db.kysely.executeQuery(
+    CompiledQuery.raw(`insert into "${table}" (${names}) values ${tuples.join(', ')}`, parameters),
+  );
 }

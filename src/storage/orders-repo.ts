@@ -12,6 +12,7 @@ import {
 } from '../core/index.js';
 import { fixedQuery, type Db } from './database.js';
 import { OrderNamesRepo } from './order-names-repo.js';
+import { readOrderTag, type OrderTag } from './order-tags.js';
 import {
   newOrderRow,
   reissueRoundColumns,
@@ -30,35 +31,6 @@ export type { IssuedFacts, NewOrder, NewOrderName, ReissueRound } from './order-
 /** One order of one customer (GET /Order and every read behind a request). */
 const orderOfCustomer = fixedQuery((k, customerId: CustomerId, id: OrderId) =>
   k.selectFrom('orders').selectAll().where('customer_id', '=', customerId).where('id', '=', id),
-);
-
-/**
- * What GET /Order/{id} shows of an order, as change counters (migration 0021): the order's row
- * counts its own updates and its configuration scans; with the names' DCV status, their count,
- * newest and the sum of their versions too. Read from the order's row (and the names' index).
- */
-const orderTagOf = fixedQuery((k, customerId: CustomerId, id: OrderId) =>
-  k
-    .selectFrom('orders')
-    .select(['version', 'major_status', 'cert_not_after'])
-    .where('customer_id', '=', customerId)
-    .where('id', '=', id),
-);
-const orderTagWithNamesOf = fixedQuery((k, customerId: CustomerId, id: OrderId) =>
-  k
-    .selectFrom('orders as o')
-    .select((eb) => [
-      'o.version',
-      'o.major_status',
-      'o.cert_not_after',
-      eb
-        .selectFrom('order_names as n')
-        .whereRef('n.order_id', '=', 'o.id')
-        .select(sql<string>`count(*) || '.' || coalesce(max(n.id), 0) || '.' || coalesce(sum(n.version), 0)`.as('t'))
-        .as('names'),
-    ])
-    .where('o.customer_id', '=', customerId)
-    .where('o.id', '=', id),
 );
 
 const UNCLAIMED = { issuance_claim: null, issuance_claim_until: null } as const;
@@ -137,24 +109,9 @@ export class OrdersRepo {
     return row === undefined ? undefined : toOrder(row);
   }
 
-  /**
-   * The order's change counters (see orderTagOf; `withNames`: its names' DCV status too) as one
-   * string, with what decides whether it has expired by now. Undefined when the customer has no such order.
-   */
-  async tag(
-    customerId: CustomerId,
-    id: OrderId,
-    withNames: boolean,
-  ): Promise<{ counters: string; majorStatus: MajorStatus; certNotAfter: number | null } | undefined> {
-    const [row] = withNames
-      ? await orderTagWithNamesOf(this.db, customerId, id)
-      : await orderTagOf(this.db, customerId, id);
-    if (row === undefined) return undefined;
-    return {
-      counters: 'names' in row ? `${row.version}:${row.names}` : String(row.version),
-      majorStatus: row.major_status as MajorStatus,
-      certNotAfter: row.cert_not_after,
-    };
+  /** The order's change tag (storage/order-tags.ts); undefined when the customer has no such order. */
+  tag(customerId: CustomerId, id: OrderId, withNames: boolean): Promise<OrderTag | undefined> {
+    return readOrderTag(this.db, customerId, id, withNames);
   }
 
   /** An order by id alone: for the worker, never for a request (requests use `get`). */

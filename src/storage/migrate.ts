@@ -21,6 +21,7 @@ import { operators } from './migrations/0018-operators.js';
 import { orderExpiryIndex } from './migrations/0019-order-expiry-index.js';
 import { orderCounts } from './migrations/0020-order-counts.js';
 import { orderVersions } from './migrations/0021-order-versions.js';
+import { revokedByKey } from './migrations/0022-revoked-by-key.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -46,6 +47,7 @@ function migrations(db: Db): Record<string, Migration> {
     '0019-order-expiry-index': orderExpiryIndex(db.dialect),
     '0020-order-counts': orderCounts(db.dialect),
     '0021-order-versions': orderVersions(db.dialect),
+    '0022-revoked-by-key': revokedByKey(db.dialect),
   };
 }
 

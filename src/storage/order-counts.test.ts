@@ -1,6 +1,7 @@
-import { CompiledQuery, createQueryId, sql, type Kysely, type KyselyPlugin, type RootOperationNode } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testDialects } from '../../test/support/databases.js';
+import { plans } from '../../test/support/query-plans.js';
 import { money, orderId, type CustomerId, type MajorStatus, type OrderId } from '../core/index.js';
 import { CustomersRepo } from './customers-repo.js';
 import { inTransaction, type Db } from './database.js';
@@ -42,37 +43,6 @@ function matches(pattern: string, name: string): boolean {
   const parts = pattern.toLowerCase().split('%');
   const re = parts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*');
   return new RegExp(`^${re}$`, 's').test(name);
-}
-
-/** The SQL each query `run` makes compiles to, with its plan (SQLite: EXPLAIN QUERY PLAN; PostgreSQL: EXPLAIN without seq scans). */
-async function plans(db: Db, run: (db: Db) => Promise<unknown>): Promise<{ sql: string; plan: string }[]> {
-  // Subqueries pass through transformQuery too; only the queries run get a result.
-  const built = new Map<unknown, RootOperationNode>();
-  const nodes: RootOperationNode[] = [];
-  const spy: KyselyPlugin = {
-    transformQuery: ({ node, queryId }) => {
-      built.set(queryId, node);
-      return node;
-    },
-    transformResult: async ({ result, queryId }) => {
-      nodes.push(built.get(queryId)!);
-      return result;
-    },
-  };
-  await run({ ...db, kysely: db.kysely.withPlugin(spy) });
-  return inTransaction(db, async (tx) => {
-    if (db.dialect === 'postgres') await sql`SET LOCAL enable_seqscan = off`.execute(tx.kysely);
-    const out = [];
-    for (const node of nodes) {
-      const q = db.kysely.getExecutor().compileQuery(node, createQueryId());
-      const explain = db.dialect === 'sqlite' ? 'EXPLAIN QUERY PLAN ' : 'EXPLAIN ';
-      const r = await tx.kysely.executeQuery<Record<string, unknown>>(
-        CompiledQuery.raw(explain + q.sql, [...q.parameters]),
-      );
-      out.push({ sql: q.sql, plan: r.rows.map((row) => String(row.detail ?? row['QUERY PLAN'])).join('\n') });
-    }
-    return out;
-  });
 }
 
 describe.each(testDialects())('order_counts on $dialect', ({ dialect, open }) => {

@@ -144,6 +144,48 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
     expect((await orders.byId(order.id))?.majorStatus).toBe('COMPLETE');
   });
 
+  it('ok/a round claimed with its order (POST /Order inline): every other actor finds it held; the holder signs once, without reading the order back', async () => {
+    const order = await waitingForIssuance();
+    const holder = flow();
+    // What POST /Order does in the order's own transaction: the claim is stored with the order.
+    const { claim, until } = holder.newClaim();
+    expect(until).toBe(t.clock.nowSeconds() + ISSUANCE_CLAIM_SECONDS);
+    expect(await orders.claimIssuance(order.id, 'PENDING', claim, t.clock.nowSeconds(), until)).toBe(true);
+    const stored = (await orders.byId(order.id))!;
+    // The worker's job and a second process, between the commit and the signing.
+    expect(await Promise.all([flow().issue(stored), flow().issue(stored)])).toEqual(['held', 'held']);
+    expect(await signings(order.id)).toBe(0);
+    const names = (await new OrderNamesRepo(db).names([order.id])).map((n) => n.name);
+    const done = await holder.issueClaimed(stored, names, claim);
+    expect(done?.order).toMatchObject({ id: order.id, majorStatus: 'COMPLETE', issuanceClaim: null });
+    expect(done?.order).toEqual(await orders.byId(order.id));
+    expect(await signings(order.id)).toBe(1);
+    const certs = await certificatesOf(order.id);
+    expect(certs).toEqual([
+      expect.objectContaining({ serial: done?.certificate?.serial, delivered_at: expect.any(Number) }),
+    ]);
+    // Called again with the spent claim (no caller does: each request stores its own order), the
+    // CA's record-time check fences it: that signature is recorded revoked and delivers nothing.
+    expect(await holder.issueClaimed(stored, names, claim)).toBeUndefined();
+    expect(await signings(order.id)).toBe(2);
+    expect(await certificatesOf(order.id)).toEqual([
+      expect.objectContaining({ serial: done?.certificate?.serial, revoked_at: null }),
+      expect.objectContaining({ revoked_at: expect.any(Number), delivered_at: null }),
+    ]);
+    expect(await new OrderCertificatesRepo(db).orphanCertificates(100)).toEqual([]);
+  });
+
+  it('ok/a POST /Order whose process died after storing the order with its claim: the job takes the round over at once', async () => {
+    const order = await waitingForIssuance();
+    const dead = flow(t.services.ca, `${hostname()}:${deadPid()}:gone`);
+    const { claim, until } = dead.newClaim();
+    expect(await orders.claimIssuance(order.id, 'PENDING', claim, t.clock.nowSeconds(), until)).toBe(true);
+    expect(await flow().issue((await orders.byId(order.id))!)).toBe('done');
+    expect(await signings(order.id)).toBe(1);
+    expect((await certificatesOf(order.id)).filter((x) => x.revoked_at === null)).toHaveLength(1);
+    expect((await orders.byId(order.id))?.majorStatus).toBe('COMPLETE');
+  });
+
   it('ok/a holder that died after recording its certificate: the next actor takes over at once and delivers that certificate, signing nothing', async () => {
     const order = await waitingForIssuance();
     const dead = `${hostname()}:${deadPid()}:gone`;

@@ -592,8 +592,12 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
 
     it('ok/the free product by DNS with the record in place: Fulfillment in the POST /Order response, openssl verifies it', async () => {
       await publishTxt();
+      const asked = dns.answered();
       const res = await post({ ProductCode: 'TrustPoint.FreeDV', ValidityPeriod: 180, DVAuthMethod: 'DNS' });
       expect(res.statusCode, res.body).toBe(200);
+      // www.certdesk-test.com and certdesk-test.com share their proof and their CAA parents: the TXT
+      // records at certdesk-test.com and _dnsauth.certdesk-test.com, CAA at www.…, certdesk-test.com and com.
+      expect(dns.answered() - asked).toBe(5);
       const body = res.json();
       expect(body.Fulfillment.Certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
       const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');

@@ -54,6 +54,23 @@ describe.each(testDialects())('JobsRepo on $dialect', ({ open }) => {
     expect(await repo.countByStatus()).toEqual({ queued: 1, running: 0, done: 1, dead: 0 });
   });
 
+  it('reschedule: queues the job, moves a queued one, leaves a running one alone (one statement)', async () => {
+    const jobs = () =>
+      db.kysely.selectFrom('jobs').select(['id', 'status', 'run_at', 'updated_at']).orderBy('id').execute();
+    await repo.rescheduleInTransaction({ ...purge(T + 100), uniqueKey: 'r' }, T);
+    const [queued] = await jobs();
+    expect(queued).toMatchObject({ status: 'queued', run_at: T + 100 });
+    await repo.rescheduleInTransaction({ ...purge(T + 500), uniqueKey: 'r' }, T + 1);
+    expect(await jobs()).toEqual([{ ...queued, run_at: T + 500, updated_at: T + 1 }]);
+    // Running, it keeps its key and its time; its successor is its own to queue.
+    await db.kysely.updateTable('jobs').set({ run_at: T }).execute();
+    const [running] = await repo.claimDue('w1', T, 30, 10);
+    expect(running?.id).toBe(queued!.id);
+    const before = await jobs();
+    await repo.rescheduleInTransaction({ ...purge(T + 900), uniqueKey: 'r' }, T + 2);
+    expect(await jobs()).toEqual(before);
+  });
+
   it('claims due jobs earliest run_at first, and only up to the limit', async () => {
     const late = await repo.enqueue(purge(T - 10), T - 100);
     const early = await repo.enqueue(purge(T - 50), T - 100);

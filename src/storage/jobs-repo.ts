@@ -113,19 +113,20 @@ export class JobsRepo {
 
   /**
    * Makes the queued job holding `uniqueKey` due at `runAt`, or queues one (in the caller's
-   * transaction). A running job keeps its key; it queues its own successor when it ends.
+   * transaction), in one statement. A running job keeps its key; it queues its own successor when
+   * it ends.
    */
   async rescheduleInTransaction<N extends JobName>(
     job: Omit<NewJob<N>, 'takeKeyFrom'> & { uniqueKey: string },
     now: number,
   ): Promise<void> {
-    const r = await this.db.kysely
-      .updateTable('jobs')
-      .set({ run_at: job.runAt, updated_at: now })
-      .where('unique_key', '=', job.uniqueKey)
-      .where('status', '=', 'queued')
-      .executeTakeFirst();
-    if (r.numUpdatedRows === 0n) await this.enqueueInTransaction(job, now);
+    await this.db.kysely
+      .insertInto('jobs')
+      .values(queuedRow(job, now))
+      .onConflict((oc) =>
+        oc.column('unique_key').doUpdateSet({ run_at: job.runAt, updated_at: now }).where('jobs.status', '=', 'queued'),
+      )
+      .execute();
   }
 
   async enqueue<N extends JobName>(job: NewJob<N>, now: number): Promise<EnqueueResult> {

@@ -64,6 +64,11 @@ export type NewOrder = Pick<
   readonly csrPem: string;
   readonly csrSha256: string;
   readonly dcvValue: string;
+  /**
+   * The issuance claim taken with the order's creation (WF_ISSUANCE only: POST /Order issuing
+   * inline), so that no one else can start signing it between the commit and the inline issuance.
+   */
+  readonly issuanceClaim?: { readonly claim: string; readonly until: number };
 };
 
 /** A name of a new order or of a new reissue round; a name shown recently enough comes VALIDATED. */
@@ -197,6 +202,8 @@ export function newOrderRow(o: NewOrder): Omit<Insertable<OrdersTable>, 'id'> {
     term_end: null,
     failure_reason: null,
     dcv_value: o.dcvValue,
+    issuance_claim: o.issuanceClaim?.claim ?? null,
+    issuance_claim_until: o.issuanceClaim?.until ?? null,
   };
 }
 

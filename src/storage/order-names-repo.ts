@@ -15,12 +15,16 @@ export class OrderNamesRepo {
   constructor(private readonly db: Db) {}
 
   /** Stores the names of a new order, the common name first. */
-  async insertNames(orderId: OrderId, names: readonly NewOrderName[]): Promise<void> {
-    if (names.length === 0) return;
-    await this.db.kysely
+  /** Stores the names of an order; returns them as stored, in the order given. */
+  async insertNames(orderId: OrderId, names: readonly NewOrderName[]): Promise<OrderName[]> {
+    if (names.length === 0) return [];
+    const rows = await this.db.kysely
       .insertInto('order_names')
       .values(names.map((n) => newNameRow(orderId, n)))
+      .returningAll()
       .execute();
+    // Ids grow in the order of the VALUES list; RETURNING's own order is not promised by PostgreSQL.
+    return rows.sort((a, b) => a.id - b.id).map(toOrderName);
   }
 
   /** The names of these orders, by order then as they were ordered (the common name first). */

@@ -53,7 +53,7 @@ describe.each(testDialects())('OrdersRepo on $dialect', ({ open }) => {
     orderDate: 1000,
     ...over,
   });
-  const place = async (over: Partial<NewOrder> = {}): Promise<OrderId> => orders.insertOrder(newOrder(over));
+  const place = async (over: Partial<NewOrder> = {}): Promise<OrderId> => (await orders.insertOrder(newOrder(over))).id;
   const claimed = async (over: Partial<NewOrder> = {}): Promise<OrderId> => {
     const id = await place({ minorStatus: 'WF_ISSUANCE', ...over });
     expect(await orders.claimIssuance(id, 'PENDING', 'holder/1', 1000, 2000)).toBe(true);
@@ -193,6 +193,23 @@ describe.each(testDialects())('OrdersRepo on $dialect', ({ open }) => {
     expect(await move(id)).toBe(false);
   });
 
+  it('ok/an order stored with its issuance claim is held from its commit on; a claim only with WF_ISSUANCE', async () => {
+    const stored = await orders.insertOrder(
+      newOrder({ minorStatus: 'WF_ISSUANCE', issuanceClaim: { claim: 'inline/1', until: 2000 } }),
+    );
+    expect(stored).toMatchObject({ minorStatus: 'WF_ISSUANCE', issuanceClaim: 'inline/1', issuanceClaimUntil: 2000 });
+    expect(await orders.byId(stored.id)).toEqual(stored);
+    expect(await orders.claimIssuance(stored.id, 'PENDING', 'worker/1', 1000, 3000)).toBe(false);
+    expect(await orders.markIssued(stored.id, 'PENDING', 'worker/1', 1100, { certNotAfter: 5000 })).toBeUndefined();
+    expect(await orders.markIssued(stored.id, 'PENDING', 'inline/1', 1100, { certNotAfter: 5000 })).toMatchObject({
+      majorStatus: 'COMPLETE',
+      issuanceClaim: null,
+    });
+    await expect(
+      orders.insertOrder(newOrder({ minorStatus: 'WF_DNS_AUTH', issuanceClaim: { claim: 'inline/2', until: 2000 } })),
+    ).rejects.toThrow(/only with an order awaiting issuance/);
+  });
+
   it('ok/names shown: awaiting issuance keeps the major (and any claim); awaiting vetting only from PENDING', async () => {
     const id = await place();
     expect(await orders.markAwaitingIssuance(id, { major: 'REISSUE', minor: 'WF_DNS_AUTH' }, 1100)).toBe(false);
@@ -215,7 +232,7 @@ describe.each(testDialects())('OrdersRepo on $dialect', ({ open }) => {
         certNotAfter: 5000,
         first: { issuedAt: 1100, termEnd: 9000 },
       }),
-    ).toBe(true);
+    ).toMatchObject({ id, majorStatus: 'COMPLETE', minorStatus: 'COMPLETED', issuanceClaim: null, certNotAfter: 5000 });
     expect(await orders.byId(id)).toMatchObject({
       majorStatus: 'COMPLETE',
       minorStatus: 'COMPLETED',

@@ -67,13 +67,13 @@ export class OrdersRepo {
   }
 
   /** Stores a new order, PENDING with its charge uncleared; its id. */
-  async insertOrder(order: NewOrder): Promise<OrderId> {
-    const r = await this.db.kysely
-      .insertInto('orders')
-      .values(newOrderRow(order))
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    return toOrderId(r.id);
+  /** Stores a new order; returns it as stored (a reader of it afterwards sees exactly this). */
+  async insertOrder(order: NewOrder): Promise<Order> {
+    if (order.issuanceClaim !== undefined && order.minorStatus !== 'WF_ISSUANCE')
+      throw new Error('an issuance claim is taken only with an order awaiting issuance');
+    return toOrder(
+      await this.db.kysely.insertInto('orders').values(newOrderRow(order)).returningAll().executeTakeFirstOrThrow(),
+    );
   }
 
   /** One ledger line; the unique (order, kind) makes a second charge or refund of an order fail. */
@@ -203,7 +203,14 @@ export class OrdersRepo {
    * WF_ISSUANCE → COMPLETE/COMPLETED for the holder of `claim` only, which it releases; false when
    * the claim or the state changed (a cancel, a new reissue round, a takeover).
    */
-  async markIssued(id: OrderId, major: MajorStatus, claim: string, at: number, facts: IssuedFacts): Promise<boolean> {
+  /** Completes the round `claim` holds; returns the completed order, undefined when the round was no longer held. */
+  async markIssued(
+    id: OrderId,
+    major: MajorStatus,
+    claim: string,
+    at: number,
+    facts: IssuedFacts,
+  ): Promise<Order | undefined> {
     const first =
       facts.first === undefined
         ? {}
@@ -223,8 +230,9 @@ export class OrdersRepo {
       .where('major_status', '=', major)
       .where('minor_status', '=', 'WF_ISSUANCE')
       .where('issuance_claim', '=', claim)
+      .returningAll()
       .executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+    return r === undefined ? undefined : toOrder(r);
   }
 
   // State changes. Each is one guarded UPDATE from the state the caller read: false, changing

@@ -3,7 +3,15 @@ import { Packet, createServer, type DnsServer } from 'dns2';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startDnsServer, type TestDnsServer } from '../../test/support/dns-server.js';
 import { CertdeskError } from '../core/index.js';
-import { DcvResolver, DnsLookupError, checkCaa, checkDnsCname, checkDnsTxt, discoverApprovers } from './dns-check.js';
+import {
+  DcvResolver,
+  DnsLookupError,
+  checkCaa,
+  checkDnsCname,
+  checkDnsTxt,
+  discoverApprovers,
+  lookupsOnce,
+} from './dns-check.js';
 
 // Every test talks real DNS (UDP, TCP for long answers) to an authoritative server on loopback.
 const US = ['trustpoint.certdesk.test'];
@@ -109,6 +117,60 @@ describe('DcvResolver', () => {
     'ok/a name that cannot exist in DNS has no records (no query)',
     async () => {
       expect(await resolver.txt(`${'a'.repeat(64)}.example.com`)).toEqual([]);
+    },
+    TIMEOUT,
+  );
+});
+
+describe('lookupsOnce', () => {
+  it(
+    'ok/each question of one order goes out once: TXT of www.x and x, the CAA climbs of both names',
+    async () => {
+      dns.set('shop.example.com', [
+        { type: 'TXT', data: 'token' },
+        { type: 'CAA', flags: 0, tag: 'issue', value: US[0]! },
+      ]);
+      const before = dns.answered();
+      const once = lookupsOnce(resolver);
+      const txt = await Promise.all([
+        checkDnsTxt(once, 'shop.example.com', 'token'),
+        checkDnsTxt(once, 'SHOP.example.com.', 'token'),
+      ]);
+      expect(txt.map((r) => r.ok)).toEqual([true, true]);
+      for (const name of ['www.shop.example.com', 'shop.example.com'])
+        expect(await checkCaa(once, name, US)).toEqual({ permitted: true, relevant: 'shop.example.com' });
+      // TXT at the name and at _dnsauth.<name>; CAA at www.shop.example.com, then shop.example.com.
+      expect(dns.answered() - before).toBe(4);
+      // Nothing is kept beyond the one order: the next one asks again and sees a changed record.
+      dns.set('shop.example.com', [{ type: 'CAA', flags: 0, tag: 'issue', value: 'other.example' }]);
+      expect(await checkCaa(lookupsOnce(resolver), 'shop.example.com', US)).toMatchObject({ permitted: false });
+      expect(await checkCaa(once, 'shop.example.com', US)).toMatchObject({ permitted: true });
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'fail/a question that fails fails alike for every check that shares it, and is asked once',
+    async () => {
+      const calls: string[] = [];
+      const failing = lookupsOnce({
+        txt: async (n) => {
+          calls.push(n);
+          throw new DnsLookupError('ETIMEOUT', 'TXT', n);
+        },
+        cname: async () => null,
+        caa: async () => [],
+        addresses: async () => [],
+      });
+      const results = await Promise.all([
+        checkDnsTxt(failing, 'a.example.com', 'v'),
+        checkDnsTxt(failing, 'a.example.com', 'v'),
+      ]);
+      expect(results).toEqual([
+        expect.objectContaining({ ok: false, transient: true }),
+        expect.objectContaining({ ok: false, transient: true }),
+      ]);
+      expect(calls.sort()).toEqual(['_dnsauth.a.example.com', 'a.example.com']);
     },
     TIMEOUT,
   );

@@ -111,6 +111,34 @@ function toCaaRecord(record: object): CaaRecord {
   };
 }
 
+/** What the checks ask of DNS: a `DcvResolver`, or `lookupsOnce` of one. */
+export type DnsLookups = Pick<DcvResolver, 'txt' | 'cname' | 'caa' | 'addresses'>;
+
+/**
+ * The lookups of one order's checks, each question asked once, answers and failures shared: `www.x`
+ * and `x` are proven by the same TXT records, and the CAA climbs of an order's names meet at their
+ * parents. Meant for the moments one order is checked (POST /Order), never kept longer: nothing
+ * is cached across orders, so a record changed since is seen by the next order.
+ */
+export function lookupsOnce(resolver: DnsLookups): DnsLookups {
+  const asked = new Map<string, Promise<unknown>>();
+  function once<T>(type: string, name: string, ask: (name: string) => Promise<T>): Promise<T> {
+    const key = `${type} ${normalizeName(name)}`;
+    let answer = asked.get(key) as Promise<T> | undefined;
+    if (answer === undefined) {
+      answer = ask(name);
+      asked.set(key, answer);
+    }
+    return answer;
+  }
+  return {
+    txt: (name) => once('TXT', name, (n) => resolver.txt(n)),
+    cname: (name) => once('CNAME', name, (n) => resolver.cname(n)),
+    caa: (name) => once('CAA', name, (n) => resolver.caa(n)),
+    addresses: (name) => once('A/AAAA', name, (n) => resolver.addresses(n)),
+  };
+}
+
 export type DnsCheckResult =
   | { readonly ok: true; readonly via: string }
   | { readonly ok: false; readonly problem: string; readonly transient: boolean };
@@ -120,7 +148,7 @@ export type DnsCheckResult =
  * or at `_dnsauth.<name>`. `name` is already mapped by the caller (leading www./*. dropped).
  * `via` is the name whose record matched.
  */
-export async function checkDnsTxt(resolver: DcvResolver, name: string, expected: string): Promise<DnsCheckResult> {
+export async function checkDnsTxt(resolver: DnsLookups, name: string, expected: string): Promise<DnsCheckResult> {
   const host = normalizeName(name);
   const wanted = expected.trim();
   // An empty token would match an empty TXT record: never a proof of control.
@@ -153,7 +181,7 @@ export async function checkDnsTxt(resolver: DcvResolver, name: string, expected:
  * (case-insensitive, trailing dot ignored). `via` is the name holding the CNAME.
  */
 export async function checkDnsCname(
-  resolver: DcvResolver,
+  resolver: DnsLookups,
   name: string,
   hashMd5: string,
   target: string,
@@ -197,7 +225,7 @@ const KNOWN_TAGS = new Set(['issue', 'issuewild', 'iodef', 'contactemail', 'cont
  * answered is transient: never read as "no records" (that would permit).
  */
 export async function checkCaa(
-  resolver: DcvResolver,
+  resolver: DnsLookups,
   name: string,
   issuerDomains: readonly string[],
 ): Promise<CaaResult> {
@@ -291,7 +319,7 @@ function approverNames(name: string): { domain: string; names: string[] } | unde
  * cannot be answered.
  */
 export async function discoverApprovers(
-  resolver: DcvResolver,
+  resolver: DnsLookups,
   name: string,
 ): Promise<{ domain: string; approvers: Approver[] }> {
   const found = approverNames(name);

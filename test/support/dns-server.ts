@@ -23,6 +23,8 @@ export interface TestDnsServer {
   set(name: string, records: readonly TestRecord[]): void;
   /** Removes the records of one name, or of every name. */
   clear(name?: string): void;
+  /** How many questions the server has answered (over UDP and TCP) since it started. */
+  readonly answered: () => number;
   close(): Promise<void>;
 }
 
@@ -37,7 +39,9 @@ export async function startDnsServer(initial: DnsRecords = {}): Promise<TestDnsS
   const zone = new Map<string, readonly TestRecord[]>();
   for (const [name, records] of Object.entries(initial)) setRecords(zone, name, records);
 
+  let answered = 0;
   const handle = (request: Packet, send: (response: Packet | Buffer) => Promise<Buffer>): void => {
+    answered++;
     void send(answer(zone, request)).catch(() => undefined);
   };
 
@@ -54,12 +58,17 @@ export async function startDnsServer(initial: DnsRecords = {}): Promise<TestDnsS
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') continue;
       throw err;
     }
-    return running(server, zone, port);
+    return running(server, zone, port, () => answered);
   }
   throw new Error(`no free port for the test DNS server: ${String(lastError)}`);
 }
 
-function running(server: DnsServer, zone: Map<string, readonly TestRecord[]>, port: number): TestDnsServer {
+function running(
+  server: DnsServer,
+  zone: Map<string, readonly TestRecord[]>,
+  port: number,
+  answered: () => number,
+): TestDnsServer {
   // Errors after start (a client resetting a TCP connection) must not crash the test run.
   server.on('error', () => undefined);
   server.on('requestError', () => undefined);
@@ -73,6 +82,7 @@ function running(server: DnsServer, zone: Map<string, readonly TestRecord[]>, po
   let closing: Promise<void> | undefined;
   return {
     address: `${HOST}:${port}`,
+    answered,
     set(name, records) {
       setRecords(zone, name, records);
     },

@@ -11,7 +11,6 @@ import {
   type MinorStatus,
   type OrderName,
   type Order,
-  type OrderId,
   type Principal,
 } from '../../core/index.js';
 import { checkCsr, IssuanceClaimLost, type CheckedCsr, type IssuedCertificate, type Issuer } from '../../ca/index.js';
@@ -21,7 +20,9 @@ import {
   checkDnsCname,
   checkDnsTxt,
   checkFile,
+  lookupsOnce,
   type DcvResolver,
+  type DnsLookups,
   type FileCheckOptions,
 } from '../../validation/index.js';
 import type { CatalogService } from '../catalog/catalog.js';
@@ -44,6 +45,12 @@ export const ISSUANCE_CLAIM_SECONDS = 120;
 export interface IssueOptions {
   readonly caaChecked?: boolean;
   readonly csr?: CheckedCsr;
+}
+
+/** An issuance round completed by its claim's holder: the order as completed, and the certificate when signed in this round now. */
+export interface Completed {
+  readonly order: Order;
+  readonly certificate?: IssuedCertificate;
 }
 
 /** When the job looks again at an order whose issuance another actor holds. */
@@ -205,11 +212,17 @@ export class OrderFlow {
     return this.issue({ ...order, minorStatus: 'WF_ISSUANCE' });
   }
 
+  /** The DNS lookups of one order's checks (`checkProof`, `caaProblem`), each question asked once. */
+  lookupsForOneOrder(): DnsLookups {
+    return lookupsOnce(this.deps.resolver);
+  }
+
   /** Whether the DNS record or file for one name of an order (or an order about to be placed) is in place. */
   async checkProof(
     order: Pick<Order, 'caBrand' | 'dcvValue' | 'csrPem'> & { hashes?: CsrHashes },
     name: string,
     method: 'DNS' | 'FILE',
+    dns: DnsLookups = this.deps.resolver,
   ): Promise<{ ok: true } | { ok: false; problem: string; transient?: boolean }> {
     const brand = this.deps.catalog.brand(order.caBrand);
     const value = order.dcvValue ?? '';
@@ -218,13 +231,10 @@ export class OrderFlow {
       brand.dcvConvention === 'hash' ? (order.hashes ?? this.csrHashes(order)) : { hashMd5: '', hashSha256: '' };
     const { file, cname } = expectedProofs(brand, hashes, value);
     if (method === 'DNS') {
-      if (cname === undefined) return checkDnsTxt(this.deps.resolver, dnsRecordName(name), value);
-      return checkDnsCname(this.deps.resolver, name.replace(/^\*\./, ''), cname.label.slice(1), cname.target);
+      if (cname === undefined) return checkDnsTxt(dns, dnsRecordName(name), value);
+      return checkDnsCname(dns, name.replace(/^\*\./, ''), cname.label.slice(1), cname.target);
     }
-    return checkFile(name, file.name, file.contents, {
-      ...this.deps.file,
-      resolve: (host) => this.deps.resolver.addresses(host),
-    });
+    return checkFile(name, file.name, file.contents, { ...this.deps.file, resolve: (host) => dns.addresses(host) });
   }
 
   /** HashMD5 and HashSHA256 of the order's CSR (DER), upper-case hex as /ValidateCSR shows them. */
@@ -240,10 +250,11 @@ export class OrderFlow {
   async caaProblem(
     brandId: string,
     names: readonly string[],
+    dns: DnsLookups = this.deps.resolver,
   ): Promise<{ forbidden?: string; transient?: string } | undefined> {
     const brand = this.deps.catalog.brand(brandId);
     for (const name of names) {
-      const caa = await checkCaa(this.deps.resolver, name, [brand.caDomain]);
+      const caa = await checkCaa(dns, name, [brand.caDomain]);
       if (caa.permitted) continue;
       if ('transient' in caa) return { transient: `CAA lookup for ${name} failed: ${caa.problem}` };
       return { forbidden: `CAA at ${caa.relevant} forbids ${brand.name} to issue for ${name}: ${caa.problem}` };
@@ -290,30 +301,76 @@ export class OrderFlow {
     }
     const claimed = await this.deps.orders.byId(order.id);
     if (claimed === undefined || claimed.issuanceClaim !== claim) return 'held';
+    const names = (await this.deps.orderNames.names([order.id])).map((n) => n.name);
+    await this.holding(claimed, claim, () => this.signAndComplete(claimed, names, claim, options, true));
+    return 'done';
+  }
+
+  /**
+   * A claim for `issueClaimed`, to be stored with a new order awaiting issuance
+   * (`NewOrder.issuanceClaim`): from its commit on, every other actor finds the round held.
+   */
+  newClaim(): { claim: string; until: number } {
+    return {
+      claim: `${this.holder}/${randomBytes(6).toString('hex')}`,
+      until: this.deps.clock.nowSeconds() + ISSUANCE_CLAIM_SECONDS,
+    };
+  }
+
+  /**
+   * `issue` for a new order stored with its claim (POST /Order issuing inline): `order` and its
+   * `names` as just stored. Step 1 was the order's creation, and no earlier holder can have
+   * recorded a certificate for the round, so nothing is read back before signing. Should the claim
+   * lapse meanwhile, the CA's record-time check still stops a second delivery. Returns what was
+   * completed, or undefined when the round ended otherwise (failed, or taken over).
+   */
+  async issueClaimed(
+    order: Order,
+    names: readonly string[],
+    claim: string,
+    options: IssueOptions = {},
+  ): Promise<Completed | undefined> {
+    return this.holding(order, claim, () => this.signAndComplete(order, names, claim, options, false));
+  }
+
+  /** Runs `work` as the holder of `claim`; a throw gives the claim back, so a retry starts afresh. */
+  private async holding<T>(order: Order, claim: string, work: () => Promise<T>): Promise<T> {
     try {
-      await this.signAndComplete(claimed, claim, options);
+      return await work();
     } catch (e) {
       await this.deps.orders.releaseIssuance(order.id, claim);
       throw e;
     }
-    return 'done';
   }
 
-  /** Steps 2 and 3 of `issue`, for the holder of `claim`. */
-  private async signAndComplete(order: Order, claim: string, options: IssueOptions): Promise<void> {
+  /**
+   * Steps 2 and 3 of `issue`, for the holder of `claim`. `adopt`: look for a certificate a previous
+   * holder of this round recorded (false only for a round claimed at the order's creation).
+   */
+  private async signAndComplete(
+    order: Order,
+    names: readonly string[],
+    claim: string,
+    options: IssueOptions,
+    adopt: boolean,
+  ): Promise<Completed | undefined> {
     const now = this.deps.clock.nowSeconds();
     const major = order.majorStatus;
-    const names = (await this.deps.orderNames.names([order.id])).map((n) => n.name);
     // Step 2: a certificate a previous holder of this round recorded (a reissue looks past the old ones), else sign.
-    let cert = await this.deps.orderCertificates.adoptableCertificate(
-      order.id,
-      major === 'REISSUE' ? order.reissueBaseCert : null,
-    );
+    let cert: { serial: string; notBefore: number; notAfter: number; issued?: IssuedCertificate } | undefined = adopt
+      ? await this.deps.orderCertificates.adoptableCertificate(
+          order.id,
+          major === 'REISSUE' ? order.reissueBaseCert : null,
+        )
+      : undefined;
     if (cert === undefined) {
       const caa = options.caaChecked === true ? undefined : await this.caaProblem(order.caBrand, names);
       // A lookup that could not be answered is retried by the worker; a record that forbids fails the order.
       if (caa?.transient !== undefined) throw new Error(caa.transient);
-      if (caa?.forbidden !== undefined) return this.fail(order, 'WF_ISSUANCE', 'CAA_FORBIDDEN', caa.forbidden);
+      if (caa?.forbidden !== undefined) {
+        await this.fail(order, 'WF_ISSUANCE', 'CAA_FORBIDDEN', caa.forbidden);
+        return undefined;
+      }
       const product = this.deps.catalog.productOf(order);
       let issued: IssuedCertificate;
       try {
@@ -326,7 +383,7 @@ export class OrderFlow {
             validationLevel: product.validationLevel,
           },
           signatureHashAlgorithm: order.signatureHashAlgorithm,
-          dnsNames: names,
+          dnsNames: [...names],
           commonName: order.commonName,
           orderId: order.id,
           customerId: order.customerId,
@@ -339,13 +396,15 @@ export class OrderFlow {
         });
       } catch (e) {
         // The claim was lost while signing: the certificate is recorded revoked, the new holder finishes.
-        if (e instanceof IssuanceClaimLost) return;
+        if (e instanceof IssuanceClaimLost) return undefined;
         const kind = (e as { kind?: string }).kind;
-        if (kind !== undefined && kind !== 'internal' && kind !== 'notReady')
-          return this.fail(order, 'WF_ISSUANCE', 'ISSUANCE_ERROR', (e as Error).message);
+        if (kind !== undefined && kind !== 'internal' && kind !== 'notReady') {
+          await this.fail(order, 'WF_ISSUANCE', 'ISSUANCE_ERROR', (e as Error).message);
+          return undefined;
+        }
         throw e;
       }
-      cert = { serial: issued.serial, notBefore: issued.notBefore, notAfter: issued.notAfter };
+      cert = { serial: issued.serial, notBefore: issued.notBefore, notAfter: issued.notAfter, issued };
     }
     // Step 3: complete, as the claim's holder only.
     const { serial, notAfter } = cert;
@@ -360,8 +419,8 @@ export class OrderFlow {
               },
             }
           : {};
-      if (!(await tx.orders.markIssued(order.id, major, claim, now, { certNotAfter: notAfter, ...first })))
-        return false;
+      const done = await tx.orders.markIssued(order.id, major, claim, now, { certNotAfter: notAfter, ...first });
+      if (done === undefined) return undefined;
       await tx.orderCertificates.markDelivered(serial, now);
       // The configuration scan of what was just issued, some days from now (after a reissue: moved on).
       await tx.jobs.rescheduleInTransaction(
@@ -382,15 +441,15 @@ export class OrderFlow {
         subject: String(order.id),
         details: { serial },
       });
-      return true;
+      return done;
     });
-    if (completed) {
+    if (completed !== undefined) {
       await this.deps.notify?.orderEvent(
-        (await this.deps.orders.byId(order.id))!,
+        completed,
         major === 'PENDING' ? 'issued' : 'reissued',
         `Serial ${serial}, valid until ${new Date(notAfter * 1000).toISOString()}.`,
       );
-      return;
+      return cert.issued === undefined ? { order: completed } : { order: completed, certificate: cert.issued };
     }
     // The round ended under us: cancelled, or replaced by a new reissue round. Its certificate must not
     // outlive it. (A holder that took the claim over in this same round delivers it instead.)
@@ -404,17 +463,7 @@ export class OrderFlow {
       await this.deps.ca.revoke(serial, after?.majorStatus === 'CANCELLED' ? 'cessationOfOperation' : 'superseded', {
         actor: 'system',
       });
-  }
-
-  /** Waits (polling) until an issuance another actor holds is over; true when the order left WF_ISSUANCE in time. */
-  async awaitIssuance(orderId: OrderId, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    for (let pause = 20; ; pause = Math.min(pause * 2, 250)) {
-      const order = await this.deps.orders.byId(orderId);
-      if (order === undefined || order.minorStatus !== 'WF_ISSUANCE') return true;
-      if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, pause));
-    }
+    return undefined;
   }
 
   /** FAILED with a reason; the charge is refunded (the order never delivered). */

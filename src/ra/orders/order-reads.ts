@@ -15,7 +15,7 @@ import type {
   OrdersRepo,
   ScansRepo,
 } from '../../storage/index.js';
-import type { IssuerCapabilities } from '../../ca/index.js';
+import type { IssuedCertificate, IssuerCapabilities } from '../../ca/index.js';
 import type { CatalogService } from '../catalog/catalog.js';
 import { dcvDetailsFor, type DcvExpectations } from '../dcv/dcv-details.js';
 
@@ -167,47 +167,67 @@ export class OrderReads {
     const names = await this.deps.orderNames.names(orders.map((o) => o.id));
     const issued = orders.filter((o) => o.issuedAt !== null).map((o) => o.id);
     const scans = await this.deps.scans.latest(issued, 'configuration');
-    const marks = this.distrustMarks();
-    const now = this.deps.clock.nowSeconds();
     return Promise.all(
-      orders.map(async (stored) => {
-        const order: Order = expired(stored.majorStatus, stored.certNotAfter, now)
-          ? { ...stored, minorStatus: 'EXPIRED' }
-          : stored;
+      orders.map(async (order) => {
         const own = names.filter((n) => n.orderId === order.id);
-        const fqdns = own.map((n) => n.name);
-        const scan = scans.get(order.id);
-        const base = {
-          order,
-          names: own,
-          ...(scan === undefined
-            ? {}
-            : {
-                configuration: {
-                  at: scan.createdAt,
-                  engine: scan.engine,
-                  criteriaVersion: scan.criteriaVersion,
-                  grade: scan.grade,
-                },
-              }),
-          ...(order.dvAuthMethod === 'DNS' ? { dnsFqdns: fqdns } : {}),
-          ...(order.dvAuthMethod === 'FILE' ? { fileFqdns: fqdns.filter((n) => !n.startsWith('*.')) } : {}),
-          ...this.waitingProof(order, fqdns),
-        };
-        if (order.issuedAt === null) return base;
-        const latest = await this.deps.orderCertificates.latestCertificate(order.id);
-        if (latest === undefined) return base;
-        const mark = latest.chainIds.map((id) => marks.get(id)).find((m) => m !== undefined);
+        const latest =
+          order.issuedAt === null ? undefined : await this.deps.orderCertificates.latestCertificate(order.id);
         // The chain and the PKCS#7 bundle are built only when Fulfillment is asked for.
-        const full = withCertificates ? await this.deps.certificates.fulfillment?.(latest.serial) : undefined;
-        const dates = { notBefore: latest.notBefore, notAfter: latest.notAfter };
-        return {
-          ...base,
-          dates,
-          ...(full === undefined ? {} : { certificate: full }),
-          ...(mark === undefined ? {} : { distrust: mark }),
-        };
+        const full =
+          latest !== undefined && withCertificates
+            ? await this.deps.certificates.fulfillment?.(latest.serial)
+            : undefined;
+        return this.view(order, own, scans.get(order.id), latest, full);
       }),
     );
+  }
+
+  /**
+   * The view of an order just completed by an issuance in this process (POST /Order issuing
+   * inline), from what that issuance holds, with its Fulfillment: the order as completed, its names
+   * as stored, and the certificate as signed. A new order has no configuration scan yet.
+   */
+  issuedView(order: Order, names: OrderName[], certificate: IssuedCertificate): OrderView {
+    return this.view(order, names, undefined, certificate, certificate);
+  }
+
+  private view(
+    stored: Order,
+    names: OrderName[],
+    scan: { createdAt: number; engine: string; criteriaVersion: string; grade: string | null } | undefined,
+    latest: { notBefore: number; notAfter: number; chainIds: readonly string[] } | undefined,
+    full: OrderCertificate | undefined,
+  ): OrderView {
+    const order: Order = expired(stored.majorStatus, stored.certNotAfter, this.deps.clock.nowSeconds())
+      ? { ...stored, minorStatus: 'EXPIRED' }
+      : stored;
+    const fqdns = names.map((n) => n.name);
+    const base = {
+      order,
+      names,
+      ...(scan === undefined
+        ? {}
+        : {
+            configuration: {
+              at: scan.createdAt,
+              engine: scan.engine,
+              criteriaVersion: scan.criteriaVersion,
+              grade: scan.grade,
+            },
+          }),
+      ...(order.dvAuthMethod === 'DNS' ? { dnsFqdns: fqdns } : {}),
+      ...(order.dvAuthMethod === 'FILE' ? { fileFqdns: fqdns.filter((n) => !n.startsWith('*.')) } : {}),
+      ...this.waitingProof(order, fqdns),
+    };
+    if (order.issuedAt === null || latest === undefined) return base;
+    const marks = this.distrustMarks();
+    const mark = latest.chainIds.map((id) => marks.get(id)).find((m) => m !== undefined);
+    return {
+      ...base,
+      dates: { notBefore: latest.notBefore, notAfter: latest.notAfter },
+      // As given: an issuance's PKCS#7 bundle is built only if the answer shows it.
+      ...(full === undefined ? {} : { certificate: full }),
+      ...(mark === undefined ? {} : { distrust: mark }),
+    };
   }
 }

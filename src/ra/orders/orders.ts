@@ -77,11 +77,11 @@ export interface OrderRepos {
 
 export interface OrdersDeps extends OrderRepos {
   /** The order flow: proofs checked and certificates issued inline when the proof is already in place. */
-  readonly flow: Pick<OrderFlow, 'checkProof' | 'caaProblem' | 'issue' | 'awaitIssuance'>;
+  readonly flow: Pick<OrderFlow, 'checkProof' | 'caaProblem' | 'lookupsForOneOrder' | 'newClaim' | 'issueClaimed'>;
   /** Sends the approval mails of an EMAIL order once it is stored. */
   readonly approvals: Pick<EmailApprovals, 'sendForNewOrder'>;
   /** The view of an order issued inline, as readers see it. */
-  readonly reads: Pick<OrderReads, 'views'>;
+  readonly reads: Pick<OrderReads, 'views' | 'issuedView'>;
   readonly catalog: CatalogService;
   readonly dcvValues: Pick<DcvValuesRepo, 'getOrCreate' | 'live'>;
   /** The account's credit and own contact data (the free automated product's default contacts). */
@@ -92,8 +92,6 @@ export interface OrdersDeps extends OrderRepos {
   readonly transact: <T>(fn: (repos: OrderRepos) => Promise<T>) => Promise<T>;
 }
 
-/** How long POST /Order waits for an inline issuance another actor holds before answering PENDING. */
-const INLINE_ISSUANCE_WAIT_MS = 10_000;
 /**
  * Placing and reading orders (spec §4.9, §4.12–4.14; DESIGN §5.4–§5.6). Every rule of POST /Order
  * is checked before anything is written, and every fault is reported at once; then the price is
@@ -203,7 +201,8 @@ export class Orders {
     const method = checked.method;
 
     // CAA at order time (and again right before signing); a lookup that cannot be answered now is left to that second check.
-    const caa = await this.deps.flow.caaProblem(checked.brand.id, checked.names);
+    const lookups = this.deps.flow.lookupsForOneOrder();
+    const caa = await this.deps.flow.caaProblem(checked.brand.id, checked.names, lookups);
     if (caa?.forbidden !== undefined)
       throw CertdeskError.ofFaults([{ kind: 'invalidName', field: 'CommonName', message: caa.forbidden }]);
 
@@ -212,7 +211,7 @@ export class Orders {
     let inline = false;
     if ((method === 'DNS' || method === 'FILE') && checked.product.validationLevel === 'DV') {
       const facts = { caBrand: checked.brand.id, dcvValue: dcv.value, csrPem: checked.csrPem, hashes: checked.csr };
-      const results = await Promise.all(checked.names.map((n) => this.deps.flow.checkProof(facts, n, method)));
+      const results = await Promise.all(checked.names.map((n) => this.deps.flow.checkProof(facts, n, method, lookups)));
       const failed = results
         .map((r, i) => (r.ok ? undefined : `${checked.names[i]!}: ${r.problem}`))
         .filter((x): x is string => x !== undefined);
@@ -255,6 +254,8 @@ export class Orders {
       price,
       dcvValue: dcv.value,
       orderDate: now,
+      // Issued inline: the round is this request's from the order's commit on (OrderFlow.issueClaimed).
+      ...(inline ? { issuanceClaim: this.deps.flow.newClaim() } : {}),
     };
     const names: NewOrderName[] = checked.names.map((name) => ({
       name,
@@ -264,10 +265,11 @@ export class Orders {
       ...(inline ? { validatedAt: now, lastCheckedAt: now } : {}),
     }));
 
-    const id = await this.deps.transact(async (tx) => {
-      const orderId = await tx.orders.insertOrder(order);
+    const stored = await this.deps.transact(async (tx) => {
+      const created = await tx.orders.insertOrder(order);
+      const orderId = created.id;
       await how.pay(tx, orderId, now);
-      await tx.orderNames.insertNames(orderId, names);
+      const storedNames = await tx.orderNames.insertNames(orderId, names);
       await tx.orders.insertLedger(customerId, orderId, 'charge', checked.priceMinor, now);
       // The first DCV check is queued with the order: an accepted order always has its job.
       await tx.jobs.enqueueInTransaction(
@@ -289,26 +291,31 @@ export class Orders {
           partnerOrderId,
         },
       });
-      return orderId;
+      return { order: created, names: storedNames };
     });
-    let placed = (await this.deps.orders.get(customerId, id))!;
+    const id = stored.order.id;
     // After the commit: a mail is never sent for an order that was not stored (a lost one is re-sent by POST /ApproverEmail).
     if (method === 'EMAIL') await this.deps.approvals.sendForNewOrder(id);
-    if (inline) {
-      // Should this fail half-way (a crash), the order's queued job completes it. Should the job
-      // have claimed the issuance first, its result is awaited a while so that the answer carries it.
-      if ((await this.deps.flow.issue(placed, { caaChecked: true, csr: checked.checkedCsr })) === 'held')
-        await this.deps.flow.awaitIssuance(id, INLINE_ISSUANCE_WAIT_MS);
-      placed = (await this.deps.orders.get(customerId, id))!;
-      const view = (await this.deps.reads.views([placed], true))[0]!;
+    if (order.issuanceClaim !== undefined) {
+      // Should this fail half-way (a crash), the order's queued job completes it once the claim lapses.
+      const done = await this.deps.flow.issueClaimed(stored.order, checked.names, order.issuanceClaim.claim, {
+        caaChecked: true,
+        csr: checked.checkedCsr,
+      });
+      if (done?.certificate !== undefined)
+        return {
+          ...this.deps.reads.issuedView(done.order, stored.names, done.certificate),
+          replayed: false,
+          ...this.details(method, dcv),
+        };
+      // Failed (the CA refused), or the round taken over: as it is now.
+      const current = (await this.deps.orders.get(customerId, id))!;
+      const view = (await this.deps.reads.views([current], true))[0]!;
       return { ...view, replayed: false, ...this.details(method, dcv) };
     }
-    return {
-      order: placed,
-      names: await this.deps.orderNames.names([id]),
-      replayed: false,
-      ...this.details(method, dcv),
-    };
+    // Sending the approval mails records them with the names.
+    const shown = method === 'EMAIL' ? await this.deps.orderNames.names([id]) : stored.names;
+    return { order: stored.order, names: shown, replayed: false, ...this.details(method, dcv) };
   }
 
   /**

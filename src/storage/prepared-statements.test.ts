@@ -1,0 +1,71 @@
+// PostgreSQL runs the statements Kysely sends as named prepared statements (storage/database.ts
+// `preparing`): parsed once per connection, and still answered after a schema change alters what
+// one returns. One connection, so that every statement meets what the last one left.
+import { sql, type Kysely } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scratchPostgresDatabase } from '../../test/support/databases.js';
+import { inTransaction, openDatabase, type Db } from './database.js';
+
+const url = process.env.CERTDESK_TEST_DATABASE_URL;
+if (url === undefined || url === '')
+  console.warn('prepared statement tests not run: they are PostgreSQL only and CERTDESK_TEST_DATABASE_URL is not set');
+
+describe.skipIf(url === undefined || url === '')('prepared statements on postgres', () => {
+  let db: Db;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    const scratch = await scratchPostgresDatabase(url!);
+    drop = scratch.drop;
+    db = await openDatabase({ url: scratch.url, poolSize: 1 });
+    await sql`CREATE TABLE things (id int PRIMARY KEY, label text)`.execute(db.kysely);
+    await sql`INSERT INTO things VALUES (1, 'one'), (2, 'two')`.execute(db.kysely);
+  });
+  afterAll(async () => {
+    await db?.close();
+    await drop?.();
+  });
+
+  const k = () => db.kysely as unknown as Kysely<{ things: { id: number; label: string } }>;
+  const prepared = async () =>
+    (await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements`.execute(db.kysely)).rows.map(
+      (r) => r.statement,
+    );
+
+  it('ok/a query and its parameters: parsed once on the connection, answered for each value', async () => {
+    for (const id of [1, 2, 1]) {
+      const row = await k().selectFrom('things').select('label').where('id', '=', id).executeTakeFirst();
+      expect(row?.label).toBe(id === 1 ? 'one' : 'two');
+    }
+    const texts = (await prepared()).filter((t) => t.includes('from "things"'));
+    expect(texts).toEqual(['select "label" from "things" where "id" = $1']);
+  });
+
+  it('ok/LIKE searches and transaction control are not prepared', async () => {
+    await inTransaction(db, async (tx) => {
+      const like = (tx.kysely as unknown as ReturnType<typeof k>)
+        .selectFrom('things')
+        .select('id')
+        .where('label', 'like', 'o%');
+      expect(await like.execute()).toEqual([{ id: 1 }]);
+    });
+    expect((await prepared()).filter((t) => /like|begin|commit/i.test(t))).toEqual([]);
+  });
+
+  it('ok/a column added under a prepared select *: outside a transaction the next read is answered at once', async () => {
+    const all = () => k().selectFrom('things').selectAll().where('id', '=', 1).execute();
+    expect(await all()).toEqual([{ id: 1, label: 'one' }]);
+    await sql`ALTER TABLE things ADD COLUMN note text DEFAULT 'n'`.execute(db.kysely);
+    expect(await all()).toEqual([{ id: 1, label: 'one', note: 'n' }]);
+  });
+
+  it('fail/inside a transaction the changed statement fails that transaction once; the next one is answered', async () => {
+    const all = (d: Db) =>
+      (d.kysely as unknown as ReturnType<typeof k>).selectFrom('things').selectAll().where('id', '=', 2);
+    expect(await all(db).execute()).toEqual([{ id: 2, label: 'two', note: 'n' }]);
+    await sql`ALTER TABLE things DROP COLUMN note`.execute(db.kysely);
+    await expect(inTransaction(db, (tx) => all(tx).execute())).rejects.toThrow(
+      /cached plan must not change result type/,
+    );
+    expect(await inTransaction(db, (tx) => all(tx).execute())).toEqual([{ id: 2, label: 'two' }]);
+  });
+});

@@ -140,7 +140,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const catalog = new CatalogService(loadCatalog(config.catalog));
   const onConnectionError = (err: Error) =>
     options.logger?.warn({ err }, 'an idle database connection failed; it will be replaced');
-  const db = options.db ?? (await openDatabase({ url: databaseUrl(config), onConnectionError }));
+  const db =
+    options.db ??
+    (await openDatabase({ url: databaseUrl(config), prepared: config.databasePrepared, onConnectionError }));
   if (options.db === undefined) await migrateToLatest(db);
 
   // Every repository once, and the unit of work that hands a transaction's repositories to a component.

@@ -111,7 +111,10 @@ export function buildCli(): Command {
     .action(async () => {
       const config = loadConfig();
       const { migrateToLatest, openDatabase } = await import('../storage/index.js');
-      const db = await openDatabase({ url: (await composition()).databaseUrl(config) });
+      const db = await openDatabase({
+        url: (await composition()).databaseUrl(config),
+        prepared: config.databasePrepared,
+      });
       try {
         const applied = await migrateToLatest(db);
         process.stdout.write(applied.length === 0 ? 'schema is up to date\n' : `applied: ${applied.join(', ')}\n`);

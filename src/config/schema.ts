@@ -103,6 +103,12 @@ export const SCHEMA = {
     fileable: true,
     doc: '`postgres://…` for PostgreSQL; unset = SQLite file `certdesk.db` in the data directory.',
   },
+  databasePrepared: {
+    env: 'CERTDESK_DATABASE_PREPARED',
+    default: 'true',
+    parse: bool,
+    doc: 'PostgreSQL: run statements as named prepared statements, parsed once per connection. `false` behind a connection pooler in transaction mode that does not keep them (PgBouncer before 1.21, or without `max_prepared_statements`).',
+  },
   redisUrl: {
     env: 'CERTDESK_REDIS_URL',
     parse: (t) => (/^rediss?:\/\//i.test(t) ? t : { problem: 'a redis:// or rediss:// URL' }),

@@ -43,6 +43,8 @@ export interface OpenOptions {
   /** PostgreSQL schema to use (created if missing); tests give each suite its own. */
   readonly schema?: string;
   readonly poolSize?: number;
+  /** PostgreSQL: named prepared statements (`preparing`); default true. */
+  readonly prepared?: boolean;
   /**
    * Called when an idle PostgreSQL connection fails (server restart, network cut). The pool drops
    * that connection and the next query opens a new one; without a listener the process would crash.
@@ -137,7 +139,7 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     ...(schema === undefined ? {} : { options: `-c search_path="${schema}"` }),
   });
   pool.on('error', options.onConnectionError ?? (() => undefined));
-  pool.on('connect', (client) => preparing(client, statementNames));
+  if (options.prepared !== false) pool.on('connect', (client) => preparing(client, statementNames));
   const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,

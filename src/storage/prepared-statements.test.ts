@@ -58,6 +58,23 @@ describe.skipIf(url === undefined || url === '')('prepared statements on postgre
     expect(await all()).toEqual([{ id: 1, label: 'one', note: 'n' }]);
   });
 
+  it('ok/without them (CERTDESK_DATABASE_PREPARED=false, for a pooler that does not keep them): nothing is prepared', async () => {
+    const scratch = await scratchPostgresDatabase(url!);
+    const plain = await openDatabase({ url: scratch.url, poolSize: 1, prepared: false });
+    try {
+      await sql`CREATE TABLE things (id int PRIMARY KEY)`.execute(plain.kysely);
+      const k2 = plain.kysely as unknown as Kysely<{ things: { id: number } }>;
+      for (let i = 0; i < 3; i++) await k2.selectFrom('things').select('id').where('id', '=', i).execute();
+      const rows = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_prepared_statements`.execute(
+        plain.kysely,
+      );
+      expect(rows.rows[0]?.n).toBe(0);
+    } finally {
+      await plain.close();
+      await scratch.drop();
+    }
+  });
+
   it('fail/inside a transaction the changed statement fails that transaction once; the next one is answered', async () => {
     const all = (d: Db) =>
       (d.kysely as unknown as ReturnType<typeof k>).selectFrom('things').selectAll().where('id', '=', 2);

@@ -263,6 +263,27 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
     expect(await new OrderCertificatesRepo(db).orphanCertificates(100)).toEqual([]);
   });
 
+  it('ok/a holder that stalled after recording its certificate, whose round another actor completed with it: nothing is revoked', async () => {
+    const order = await waitingForIssuance();
+    // The first holder's CA records the certificate, then the holder stalls past its claim; meanwhile the
+    // worker takes the lapsed claim over, adopts that certificate and completes the order with it.
+    const stalling: Pick<Issuer, 'issue' | 'revoke'> = {
+      issue: async (req) => {
+        const issued = await t.services.ca.issue(req);
+        t.clock.advance(ISSUANCE_CLAIM_SECONDS + 1);
+        expect(await flow().issue((await orders.byId(order.id))!)).toBe('done');
+        return issued;
+      },
+      revoke: (serial, reason, o) => t.services.ca.revoke(serial, reason, o),
+    };
+    expect(await flow(stalling).issue(order)).toBe('done');
+    expect(await signings(order.id)).toBe(1);
+    expect(await certificatesOf(order.id)).toEqual([
+      expect.objectContaining({ revoked_at: null, delivered_at: expect.any(Number) }),
+    ]);
+    expect(await orders.byId(order.id)).toMatchObject({ majorStatus: 'COMPLETE', issuanceClaim: null });
+  });
+
   it('fail/an order cancelled while its certificate is being signed: the completion is refused and the certificate revoked', async () => {
     const order = await waitingForIssuance();
     const ca = t.services.ca;

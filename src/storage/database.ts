@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -151,31 +152,46 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
 }
 
 /**
- * The names of the statement texts run as named prepared statements (PostgreSQL), shared by every
- * pool of the process. Texts past the first 2,000 get no name, nor do statements with more than
- * 64 parameters (batches of varying size), anything but a query or DML, and LIKE searches, which
- * PostgreSQL must plan for each pattern (its literal start picks the index range).
+ * Statements are named by a hash of their text (with a generation, bumped when a schema change
+ * invalidates one): the same name means the same SQL in every process, so a pooler that hands one
+ * server connection to several processes can never run another text under a name. Not named:
+ * anything but a query or DML, statements with more than 64 parameters (batches of varying size),
+ * and LIKE searches, which PostgreSQL must plan for each pattern (its literal start picks the
+ * index range).
  */
 class StatementNames {
-  private readonly names = new Map<string, string>();
-  private issued = 0;
+  /** text → name, a memo of the hashes (cleared when full: it only saves hashing). */
+  private readonly memo = new Map<string, string | null>();
+  /** Texts renamed after a schema change, with their generation. */
+  private readonly generations = new Map<string, number>();
 
   nameOf(text: string, parameters: number): string | undefined {
-    const known = this.names.get(text);
-    if (known !== undefined || parameters > 64 || this.names.size >= 2000) return known;
-    if (!/^\s*(select|insert|update|delete|with)\b/i.test(text) || /\blike\b/i.test(text)) return undefined;
-    return this.rename(text);
+    if (parameters > 64) return undefined;
+    let name = this.memo.get(text);
+    if (name === undefined) {
+      name =
+        /^\s*(select|insert|update|delete|with)\b/i.test(text) && !/\blike\b/i.test(text)
+          ? `certdesk_${createHash('sha256')
+              .update(`${this.generations.get(text) ?? 0}:${text}`)
+              .digest('base64url')
+              .slice(0, 32)}`
+          : null;
+      if (this.memo.size >= 10_000) this.memo.clear();
+      this.memo.set(text, name);
+    }
+    return name ?? undefined;
   }
 
-  /** A new name for `text`: every connection parses it again on its next run. */
-  rename(text: string): string {
-    const name = `certdesk_${this.issued++}`;
-    this.names.set(text, name);
-    return name;
+  /** Gives `text` a new name: every connection parses it again on its next run. */
+  rename(text: string): void {
+    this.generations.set(text, (this.generations.get(text) ?? 0) + 1);
+    this.memo.delete(text);
   }
 }
 
 const statementNames = new StatementNames();
+/** Prepared statements kept per connection: past this many, new texts run unnamed on it (until the pool replaces it). */
+const MAX_PREPARED_PER_CONNECTION = 500;
 
 /**
  * Runs the statements Kysely sends on `client` as named prepared statements, each parsed once
@@ -185,23 +201,33 @@ const statementNames = new StatementNames();
  * change that alters what a statement returns (a column added under `select *`, by a newer
  * version's migration) fails its next run with "cached plan must not change result type". The
  * text then gets a new name, and a run outside a transaction is retried at once; inside one, the
- * transaction has failed and its caller sees the error once.
+ * transaction has failed and its caller sees the error once. Only Kysely's call shape (text and
+ * values, no callback) is changed; every other use of the client passes through untouched.
  */
 function preparing(client: pg.PoolClient, names: StatementNames): void {
-  const query = client.query.bind(client) as (config: unknown, values?: unknown) => Promise<pg.QueryResult>;
-  (client as { query: unknown }).query = async (text: unknown, values?: unknown) => {
-    const name = typeof text === 'string' && Array.isArray(values) ? names.nameOf(text, values.length) : undefined;
-    if (name === undefined) return query(text, values);
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  const prepared = new Set<string>();
+  const run = async (text: string, values: unknown[], name: string) => {
     try {
-      return await query({ name, text, values });
+      const result = (await query({ name, text, values })) as pg.QueryResult;
+      prepared.add(name);
+      return result;
     } catch (e) {
       if ((e as { code?: string }).code !== '0A000' || !/cached plan must not change result type/.test(String(e)))
         throw e;
-      names.rename(text as string);
+      names.rename(text);
       const status = (client as unknown as { getTransactionStatus?: () => string | null }).getTransactionStatus?.();
       if (status !== 'I') throw e;
-      return query(text, values);
+      return query(text, values) as Promise<pg.QueryResult>;
     }
+  };
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const [text, values] = args;
+    if (args.length !== 2 || typeof text !== 'string' || !Array.isArray(values)) return query(...args);
+    const name = names.nameOf(text, values.length);
+    if (name === undefined || (!prepared.has(name) && prepared.size >= MAX_PREPARED_PER_CONNECTION))
+      return query(text, values);
+    return run(text, values, name);
   };
 }
 

@@ -96,6 +96,16 @@ export class OrderCertificatesRepo {
       .execute();
   }
 
+  /** Whether an issuance round delivered this certificate to its order. */
+  async isDelivered(serial: string): Promise<boolean> {
+    const r = await this.db.kysely
+      .selectFrom('certificates')
+      .select('delivered_at')
+      .where('serial', '=', serial)
+      .executeTakeFirst();
+    return r?.delivered_at !== null && r?.delivered_at !== undefined;
+  }
+
   /**
    * The certificate a crashed or displaced holder signed for the current round, to deliver instead
    * of signing again: the newest one after `after` that is neither delivered nor revoked.

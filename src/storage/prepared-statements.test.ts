@@ -40,6 +40,52 @@ describe.skipIf(url === undefined || url === '')('prepared statements on postgre
     expect(texts).toEqual(['select "label" from "things" where "id" = $1']);
   });
 
+  it('ok/a text has the same name in every process (a hash of the text): a pooler sharing a server connection cannot run another text under it', async () => {
+    const scratch = await scratchPostgresDatabase(url!);
+    const other = await openDatabase({ url: scratch.url, poolSize: 1 });
+    try {
+      await sql`CREATE TABLE things (id int PRIMARY KEY, label text)`.execute(other.kysely);
+      const names = async (d: Db) => {
+        await (d.kysely as unknown as ReturnType<typeof k>)
+          .selectFrom('things')
+          .select('label')
+          .where('id', '=', 7)
+          .execute();
+        return (
+          await sql<{ name: string; statement: string }>`SELECT name, statement FROM pg_prepared_statements`.execute(
+            d.kysely,
+          )
+        ).rows.filter((r) => r.statement.includes('"id" = $1'));
+      };
+      const [mine, theirs] = [await names(db), await names(other)];
+      expect(mine).toHaveLength(1);
+      expect(mine[0]!.name).toMatch(/^certdesk_[A-Za-z0-9_-]{32}$/);
+      expect(theirs).toEqual(mine);
+    } finally {
+      await other.close();
+      await scratch.drop();
+    }
+  });
+
+  it('ok/at most 500 prepared statements on a connection: more texts run unnamed, and are answered', async () => {
+    const scratch = await scratchPostgresDatabase(url!);
+    const busy = await openDatabase({ url: scratch.url, poolSize: 1 });
+    try {
+      await sql`CREATE TABLE things (id int PRIMARY KEY)`.execute(busy.kysely);
+      const kb = busy.kysely as unknown as Kysely<{ things: { id: number } }>;
+      // A page size is a literal in the SQL (as GET /Orders writes it): each one a text of its own.
+      for (let n = 1; n <= 520; n++)
+        expect(await kb.selectFrom('things').select('id').where('id', '=', n).limit(sql.lit(n)).execute()).toEqual([]);
+      const count = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_prepared_statements`.execute(
+        busy.kysely,
+      );
+      expect(count.rows[0]?.n).toBe(500);
+    } finally {
+      await busy.close();
+      await scratch.drop();
+    }
+  });
+
   it('ok/LIKE searches and transaction control are not prepared', async () => {
     await inTransaction(db, async (tx) => {
       const like = (tx.kysely as unknown as ReturnType<typeof k>)

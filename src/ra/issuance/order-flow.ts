@@ -54,11 +54,11 @@ export interface Completed {
 }
 
 /** When the job looks again at an order whose issuance another actor holds. */
-const HELD_RECHECK_SECONDS = 5;
+export const HELD_RECHECK_SECONDS = 5;
 
 export interface FlowRepos {
   readonly orders: OrdersRepo;
-  readonly orderCertificates: Pick<OrderCertificatesRepo, 'adoptableCertificate' | 'markDelivered'>;
+  readonly orderCertificates: Pick<OrderCertificatesRepo, 'adoptableCertificate' | 'markDelivered' | 'isDelivered'>;
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly jobs: Pick<JobsRepo, 'rescheduleInTransaction'>;
 }
@@ -452,14 +452,15 @@ export class OrderFlow {
       return cert.issued === undefined ? { order: completed } : { order: completed, certificate: cert.issued };
     }
     // The round ended under us: cancelled, or replaced by a new reissue round. Its certificate must not
-    // outlive it. (A holder that took the claim over in this same round delivers it instead.)
+    // outlive it. (A holder that took the claim over in this same round delivers it instead; one that
+    // took over after this holder recorded it, and stalled, has adopted and delivered this very certificate.)
     const after = await this.deps.orders.byId(order.id);
     const sameRound =
       after !== undefined &&
       after.minorStatus === 'WF_ISSUANCE' &&
       after.majorStatus === major &&
       after.reissuedAt === order.reissuedAt;
-    if (!sameRound)
+    if (!sameRound && !(await this.deps.orderCertificates.isDelivered(serial)))
       await this.deps.ca.revoke(serial, after?.majorStatus === 'CANCELLED' ? 'cessationOfOperation' : 'superseded', {
         actor: 'system',
       });

@@ -30,7 +30,7 @@ import { isUniqueViolation } from '../../storage/index.js';
 import type { CatalogService } from '../catalog/catalog.js';
 import { dcvDetailsFor, dcvExpectations, type DnsAuthDetails, type FileAuthDetails } from '../dcv/dcv-details.js';
 import type { EmailApprovals } from '../dcv/email-approval.js';
-import type { OrderFlow } from '../issuance/order-flow.js';
+import { HELD_RECHECK_SECONDS, type OrderFlow } from '../issuance/order-flow.js';
 import { actorName, type Actor } from '../accounts/actor.js';
 import { accountContact, contactLeftOut } from './order-contacts.js';
 import {
@@ -271,9 +271,12 @@ export class Orders {
       await how.pay(tx, orderId, now);
       const storedNames = await tx.orderNames.insertNames(orderId, names);
       await tx.orders.insertLedger(customerId, orderId, 'charge', checked.priceMinor, now);
-      // The first DCV check is queued with the order: an accepted order always has its job.
+      // The first DCV check is queued with the order: an accepted order always has its job. One this
+      // request issues inline is looked at once the request has had its time (the job finds it done, or
+      // takes the round over from a request that died).
+      const runAt = order.issuanceClaim === undefined ? now : now + HELD_RECHECK_SECONDS;
       await tx.jobs.enqueueInTransaction(
-        { name: 'order.validate', payload: { orderId }, uniqueKey: `order:${orderId}`, runAt: now },
+        { name: 'order.validate', payload: { orderId }, uniqueKey: `order:${orderId}`, runAt },
         now,
       );
       await tx.audit.append({

@@ -31,6 +31,19 @@ describe.skipIf(url === undefined || url === '')('prepared statements on postgre
       (r) => r.statement,
     );
 
+  /** `fn` on a database of its own, one connection, with an empty table `things`; dropped afterwards. */
+  async function onOwnDatabase(prepared: boolean, fn: (d: Db) => Promise<void>): Promise<void> {
+    const scratch = await scratchPostgresDatabase(url!);
+    const own = await openDatabase({ url: scratch.url, poolSize: 1, prepared });
+    try {
+      await sql`CREATE TABLE things (id int PRIMARY KEY, label text)`.execute(own.kysely);
+      await fn(own);
+    } finally {
+      await own.close();
+      await scratch.drop();
+    }
+  }
+
   it('ok/a query and its parameters: parsed once on the connection, answered for each value', async () => {
     for (const id of [1, 2, 1]) {
       const row = await k().selectFrom('things').select('label').where('id', '=', id).executeTakeFirst();
@@ -41,10 +54,7 @@ describe.skipIf(url === undefined || url === '')('prepared statements on postgre
   });
 
   it('ok/a text has the same name in every process (a hash of the text): a pooler sharing a server connection cannot run another text under it', async () => {
-    const scratch = await scratchPostgresDatabase(url!);
-    const other = await openDatabase({ url: scratch.url, poolSize: 1 });
-    try {
-      await sql`CREATE TABLE things (id int PRIMARY KEY, label text)`.execute(other.kysely);
+    await onOwnDatabase(true, async (other) => {
       const names = async (d: Db) => {
         await (d.kysely as unknown as ReturnType<typeof k>)
           .selectFrom('things')
@@ -61,17 +71,11 @@ describe.skipIf(url === undefined || url === '')('prepared statements on postgre
       expect(mine).toHaveLength(1);
       expect(mine[0]!.name).toMatch(/^certdesk_[A-Za-z0-9_-]{32}$/);
       expect(theirs).toEqual(mine);
-    } finally {
-      await other.close();
-      await scratch.drop();
-    }
+    });
   });
 
   it('ok/at most 500 prepared statements on a connection: more texts run unnamed, and are answered', async () => {
-    const scratch = await scratchPostgresDatabase(url!);
-    const busy = await openDatabase({ url: scratch.url, poolSize: 1 });
-    try {
-      await sql`CREATE TABLE things (id int PRIMARY KEY)`.execute(busy.kysely);
+    await onOwnDatabase(true, async (busy) => {
       const kb = busy.kysely as unknown as Kysely<{ things: { id: number } }>;
       // A page size is a literal in the SQL (as GET /Orders writes it): each one a text of its own.
       for (let n = 1; n <= 520; n++)
@@ -80,10 +84,7 @@ describe.skipIf(url === undefined || url === '')('prepared statements on postgre
         busy.kysely,
       );
       expect(count.rows[0]?.n).toBe(500);
-    } finally {
-      await busy.close();
-      await scratch.drop();
-    }
+    });
   });
 
   it('ok/LIKE searches and transaction control are not prepared', async () => {
@@ -105,20 +106,14 @@ describe.skipIf(url === undefined || url === '')('prepared statements on postgre
   });
 
   it('ok/without them (CERTDESK_DATABASE_PREPARED=false, for a pooler that does not keep them): nothing is prepared', async () => {
-    const scratch = await scratchPostgresDatabase(url!);
-    const plain = await openDatabase({ url: scratch.url, poolSize: 1, prepared: false });
-    try {
-      await sql`CREATE TABLE things (id int PRIMARY KEY)`.execute(plain.kysely);
+    await onOwnDatabase(false, async (plain) => {
       const k2 = plain.kysely as unknown as Kysely<{ things: { id: number } }>;
       for (let i = 0; i < 3; i++) await k2.selectFrom('things').select('id').where('id', '=', i).execute();
       const rows = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_prepared_statements`.execute(
         plain.kysely,
       );
       expect(rows.rows[0]?.n).toBe(0);
-    } finally {
-      await plain.close();
-      await scratch.drop();
-    }
+    });
   });
 
   it('fail/inside a transaction the changed statement fails that transaction once; the next one is answered', async () => {

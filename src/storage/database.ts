@@ -190,6 +190,11 @@ class StatementNames {
 }
 
 const statementNames = new StatementNames();
+
+/** PostgreSQL's refusal to run a prepared statement whose result a schema change altered. */
+function isReplannedStatement(e: unknown): boolean {
+  return (e as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String(e));
+}
 /** Prepared statements kept per connection: past this many, new texts run unnamed on it (until the pool replaces it). */
 const MAX_PREPARED_PER_CONNECTION = 500;
 
@@ -201,7 +206,7 @@ const MAX_PREPARED_PER_CONNECTION = 500;
  * change that alters what a statement returns (a column added under `select *`, by a newer
  * version's migration) fails its next run with "cached plan must not change result type". The
  * text then gets a new name, and a run outside a transaction is retried at once; inside one, the
- * transaction has failed and its caller sees the error once. Only Kysely's call shape (text and
+ * transaction has failed: `inTransaction` runs it again once. Only Kysely's call shape (text and
  * values, no callback) is changed; every other use of the client passes through untouched.
  */
 function preparing(client: pg.PoolClient, names: StatementNames): void {
@@ -213,8 +218,7 @@ function preparing(client: pg.PoolClient, names: StatementNames): void {
       prepared.add(name);
       return result;
     } catch (e) {
-      if ((e as { code?: string }).code !== '0A000' || !/cached plan must not change result type/.test(String(e)))
-        throw e;
+      if (!isReplannedStatement(e)) throw e;
       names.rename(text);
       const status = (client as unknown as { getTransactionStatus?: () => string | null }).getTransactionStatus?.();
       if (status !== 'I') throw e;
@@ -235,8 +239,16 @@ function preparing(client: pg.PoolClient, names: StatementNames): void {
  * Runs `fn` in one transaction. The Db it is given writes through the transaction, so
  * repositories built on it join it: all their changes commit together or not at all.
  */
-export function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
-  return db.kysely.transaction().execute((trx) => fn({ ...db, kysely: trx }));
+export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
+  const run = () => db.kysely.transaction().execute((trx) => fn({ ...db, kysely: trx }));
+  try {
+    return await run();
+  } catch (e) {
+    // A prepared statement a schema change invalidated failed the transaction, and was renamed
+    // (`preparing`): the transaction rolled back, so it is run once more from the start.
+    if (!isReplannedStatement(e)) throw e;
+    return run();
+  }
 }
 
 /** Cheap liveness probe for /readyz: resolves when the database answers. */

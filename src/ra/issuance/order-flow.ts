@@ -4,7 +4,6 @@ import {
   newHolderId,
   CertdeskError,
   orderId as toOrderId,
-  readCsr,
   type Clock,
   type FailedMinorStatus,
   type JobId,
@@ -15,20 +14,11 @@ import {
 } from '../../core/index.js';
 import { checkCsr, IssuanceClaimLost, type CheckedCsr, type IssuedCertificate, type Issuer } from '../../ca/index.js';
 import type { AuditRepo, JobsRepo, OrderCertificatesRepo, OrderNamesRepo, OrdersRepo } from '../../storage/index.js';
-import {
-  checkCaa,
-  checkDnsCname,
-  checkDnsTxt,
-  checkFile,
-  lookupsOnce,
-  type DcvResolver,
-  type DnsLookups,
-  type FileCheckOptions,
-} from '../../validation/index.js';
+import type { DcvResolver, FileCheckOptions } from '../../validation/index.js';
 import type { CatalogService } from '../catalog/catalog.js';
 import { termEnd, vettedSubject } from './certificate-terms.js';
-import { dnsRecordName, expectedProofs, type CsrHashes } from '../dcv/dcv-details.js';
 import type { Notifier } from '../mail/notify.js';
+import { ProofChecks } from './proof-checks.js';
 
 const DAY = 86_400;
 /** DESIGN §5.4: an order whose names are not validated within 30 days FAILs with DCV_EXPIRED. */
@@ -97,9 +87,12 @@ export function nextCheckDelay(ageSeconds: number): number {
  */
 export class OrderFlow {
   private readonly holder: string;
+  /** The DNS records, files and CAA an order's names are checked against (POST /Order uses them too). */
+  readonly proofs: ProofChecks;
 
   constructor(private readonly deps: OrderFlowDeps) {
     this.holder = deps.holder ?? newHolderId();
+    this.proofs = new ProofChecks(deps);
   }
 
   /** Job `order.validate`. */
@@ -175,7 +168,7 @@ export class OrderFlow {
   private async checkPendingNames(order: Order, actor: string, now: number): Promise<OrderName[]> {
     for (const n of await this.deps.orderNames.names([order.id])) {
       if (n.status !== 'PENDING' || n.method === 'EMAIL') continue;
-      const result = await this.checkProof(order, n.name, n.method);
+      const result = await this.proofs.checkProof(order, n.name, n.method);
       await this.deps.orderNames.recordCheck(n.id, {
         validated: result.ok,
         at: now,
@@ -210,56 +203,6 @@ export class OrderFlow {
     }
     if (!(await this.deps.orders.markAwaitingIssuance(order.id, { major, minor }, now))) return 'done';
     return this.issue({ ...order, minorStatus: 'WF_ISSUANCE' });
-  }
-
-  /** The DNS lookups of one order's checks (`checkProof`, `caaProblem`), each question asked once. */
-  lookupsForOneOrder(): DnsLookups {
-    return lookupsOnce(this.deps.resolver);
-  }
-
-  /** Whether the DNS record or file for one name of an order (or an order about to be placed) is in place. */
-  async checkProof(
-    order: Pick<Order, 'caBrand' | 'dcvValue' | 'csrPem'> & { hashes?: CsrHashes },
-    name: string,
-    method: 'DNS' | 'FILE',
-    dns: DnsLookups = this.deps.resolver,
-  ): Promise<{ ok: true } | { ok: false; problem: string; transient?: boolean }> {
-    const brand = this.deps.catalog.brand(order.caBrand);
-    const value = order.dcvValue ?? '';
-    // Only the hash-style brand needs the CSR's hashes; the caller may have them already.
-    const hashes =
-      brand.dcvConvention === 'hash' ? (order.hashes ?? this.csrHashes(order)) : { hashMd5: '', hashSha256: '' };
-    const { file, cname } = expectedProofs(brand, hashes, value);
-    if (method === 'DNS') {
-      if (cname === undefined) return checkDnsTxt(dns, dnsRecordName(name), value);
-      return checkDnsCname(dns, name.replace(/^\*\./, ''), cname.label.slice(1), cname.target);
-    }
-    return checkFile(name, file.name, file.contents, { ...this.deps.file, resolve: (host) => dns.addresses(host) });
-  }
-
-  /** HashMD5 and HashSHA256 of the order's CSR (DER), upper-case hex as /ValidateCSR shows them. */
-  private csrHashes(order: Pick<Order, 'csrPem'>): CsrHashes {
-    const { hashMd5, hashSha256 } = readCsr(order.csrPem ?? '');
-    return { hashMd5, hashSha256 };
-  }
-
-  /**
-   * CAA for every name (RFC 8659): undefined when all permit; `forbidden` names the record that
-   * does not; `transient` when a lookup could not be answered.
-   */
-  async caaProblem(
-    brandId: string,
-    names: readonly string[],
-    dns: DnsLookups = this.deps.resolver,
-  ): Promise<{ forbidden?: string; transient?: string } | undefined> {
-    const brand = this.deps.catalog.brand(brandId);
-    for (const name of names) {
-      const caa = await checkCaa(dns, name, [brand.caDomain]);
-      if (caa.permitted) continue;
-      if ('transient' in caa) return { transient: `CAA lookup for ${name} failed: ${caa.problem}` };
-      return { forbidden: `CAA at ${caa.relevant} forbids ${brand.name} to issue for ${name}: ${caa.problem}` };
-    }
-    return undefined;
   }
 
   /**
@@ -364,7 +307,7 @@ export class OrderFlow {
         )
       : undefined;
     if (cert === undefined) {
-      const caa = options.caaChecked === true ? undefined : await this.caaProblem(order.caBrand, names);
+      const caa = options.caaChecked === true ? undefined : await this.proofs.caaProblem(order.caBrand, names);
       // A lookup that could not be answered is retried by the worker; a record that forbids fails the order.
       if (caa?.transient !== undefined) throw new Error(caa.transient);
       if (caa?.forbidden !== undefined) {

@@ -77,7 +77,7 @@ export interface OrderRepos {
 
 export interface OrdersDeps extends OrderRepos {
   /** The order flow: proofs checked and certificates issued inline when the proof is already in place. */
-  readonly flow: Pick<OrderFlow, 'checkProof' | 'caaProblem' | 'lookupsForOneOrder' | 'newClaim' | 'issueClaimed'>;
+  readonly flow: Pick<OrderFlow, 'proofs' | 'newClaim' | 'issueClaimed'>;
   /** Sends the approval mails of an EMAIL order once it is stored. */
   readonly approvals: Pick<EmailApprovals, 'sendForNewOrder'>;
   /** The view of an order issued inline, as readers see it. */
@@ -201,8 +201,8 @@ export class Orders {
     const method = checked.method;
 
     // CAA at order time (and again right before signing); a lookup that cannot be answered now is left to that second check.
-    const lookups = this.deps.flow.lookupsForOneOrder();
-    const caa = await this.deps.flow.caaProblem(checked.brand.id, checked.names, lookups);
+    const lookups = this.deps.flow.proofs.lookupsForOneOrder();
+    const caa = await this.deps.flow.proofs.caaProblem(checked.brand.id, checked.names, lookups);
     if (caa?.forbidden !== undefined)
       throw CertdeskError.ofFaults([{ kind: 'invalidName', field: 'CommonName', message: caa.forbidden }]);
 
@@ -211,7 +211,9 @@ export class Orders {
     let inline = false;
     if ((method === 'DNS' || method === 'FILE') && checked.product.validationLevel === 'DV') {
       const facts = { caBrand: checked.brand.id, dcvValue: dcv.value, csrPem: checked.csrPem, hashes: checked.csr };
-      const results = await Promise.all(checked.names.map((n) => this.deps.flow.checkProof(facts, n, method, lookups)));
+      const results = await Promise.all(
+        checked.names.map((n) => this.deps.flow.proofs.checkProof(facts, n, method, lookups)),
+      );
       const failed = results
         .map((r, i) => (r.ok ? undefined : `${checked.names[i]!}: ${r.problem}`))
         .filter((x): x is string => x !== undefined);
@@ -339,7 +341,7 @@ export class Orders {
       if (existing === undefined && (await this.deps.vouchers.partnerOrderIdTaken(customerId, given)))
         throw partnerOrderIdOfVoucher();
     }
-    const caa = await this.deps.flow.caaProblem(checked.brand.id, checked.names);
+    const caa = await this.deps.flow.proofs.caaProblem(checked.brand.id, checked.names);
     if (caa?.forbidden !== undefined)
       throw CertdeskError.ofFaults([{ kind: 'invalidName', field: 'CommonName', message: caa.forbidden }]);
     const customer = await this.deps.customers.byId(customerId);

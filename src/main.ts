@@ -244,6 +244,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     flow: orderFlow,
     approvals: emailApprovals,
     transact,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   const vouchers = new Vouchers({
     ...repos,

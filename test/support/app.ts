@@ -43,7 +43,7 @@ export interface TestContext {
 export async function createTestContext(
   dialect: TestDialect,
   env: Record<string, string> = {},
-  options: Pick<ServiceOptions, 'issuer' | 'scanner'> = {},
+  options: Pick<ServiceOptions, 'issuer' | 'scanner' | 'logger'> = {},
 ): Promise<TestContext> {
   const db = await dialect.open();
   const clock = new FixedClock(TEST_NOW);

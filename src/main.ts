@@ -310,6 +310,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     recurring: jobs,
     mailer,
     transact,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   const reconciliation = new Reconciliation({ ...repos, ca: issuer, audit, clock });
 

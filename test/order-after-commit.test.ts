@@ -110,6 +110,34 @@ describe.each(testDialects())('a failure after POST /Order committed, on $dialec
     },
   );
 
+  it('fail/POST /Reissue when signing fails after its commit: 200, the reissue started; its job issues the new certificate', async () => {
+    const placed = await place();
+    expect(placed.statusCode, placed.body).toBe(200);
+    const id = placed.json().ServiceOrderID as number;
+    const first = placed.json().Fulfillment?.Certificate as string;
+    expect(first).toMatch(/^-----BEGIN CERTIFICATE-----/);
+    vi.spyOn(t.services.ca, 'issue').mockRejectedValueOnce(
+      new CertdeskError('notReady', 'The CA keys are not loaded.'),
+    );
+
+    const res = await t.call(c.token, { method: 'POST', url: '/rest/v1/Reissue', payload: { ServiceOrderID: id } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().success).toBe(true);
+    expect(warnings).toEqual([expect.objectContaining({ orderId: id })]);
+    const read = async () =>
+      (await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${id}?includeFulfillment=true` })).json().OrderInfo;
+    expect((await read()).OrderStatus).toMatchObject({ MajorStatus: 'REISSUE', MinorStatus: 'WF_ISSUANCE' });
+
+    const worker = createWorker(t.services, pino({ level: 'silent' }));
+    while ((await worker.runOnce()) > 0);
+    const info = await read();
+    expect(info.OrderStatus).toMatchObject({ MajorStatus: 'COMPLETE', MinorStatus: 'COMPLETED' });
+    expect(info.Fulfillment.Certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
+    expect(info.Fulfillment.Certificate).not.toBe(first);
+    const after = await accountingOf(t.db, c.customerId);
+    expect(after.orphans).toEqual([]);
+  });
+
   it('ok/the same order without a failure is answered issued, and nothing is reported', async () => {
     const res = await place();
     expect(res.statusCode, res.body).toBe(200);

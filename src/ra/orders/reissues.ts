@@ -45,6 +45,8 @@ export class Reissues {
       /** The job queue outside any transaction (recurring jobs). */
       recurring: Pick<JobsRepo, 'enqueue'>;
       transact: <T>(fn: (repos: LifecycleRepos) => Promise<T>) => Promise<T>;
+      /** Where a failure after a reissue's commit is reported. */
+      logger?: { warn(obj: object, msg?: string): void };
     },
   ) {
     this.rules = new OrderRules(deps.catalog, deps.blockedNames);
@@ -197,28 +199,34 @@ export class Reissues {
         `Order ${orderId} changed while the reissue was being started: read it again.`,
         { field: 'ServiceOrderID' },
       );
-    if (method === 'EMAIL' && !allShown) await this.deps.approvals.sendForNewOrder(order.id);
-    if (who.actor === 'system' && !allShown) {
-      // A renewal the customer must act on: the DCV proof has to be shown again.
-      const to = contactAddresses(order);
-      const how =
-        method === 'DNS'
-          ? `Publish the DNS record: ${dcv.dns.Example}`
-          : method === 'FILE'
-            ? `Publish ${dcv.file.FilePath}${dcv.file.FileName} containing:\n${dcv.file.FileContents}`
-            : 'The approver has been sent a new approval mail.';
-      for (const address of to) {
-        await this.deps.mailer.send({
-          to: address,
-          kind: 'subscription.action-needed',
-          customerId: order.customerId,
-          orderId: order.id,
-          subject: `Action needed: renew the certificate of order ${order.id} (${names[0]!})`,
-          text: `The certificate of order ${order.id} expires soon and its subscription continues. Control of ${pending(newNames)} must be shown again.\n\n${how}\n`,
-        });
+    // The reissue is started and its job queued, which finishes what fails from here on (the CA not
+    // ready, the database lost): the caller is not told it failed, or it would start it again.
+    try {
+      if (method === 'EMAIL' && !allShown) await this.deps.approvals.sendForNewOrder(order.id);
+      if (who.actor === 'system' && !allShown) {
+        // A renewal the customer must act on: the DCV proof has to be shown again.
+        const to = contactAddresses(order);
+        const how =
+          method === 'DNS'
+            ? `Publish the DNS record: ${dcv.dns.Example}`
+            : method === 'FILE'
+              ? `Publish ${dcv.file.FilePath}${dcv.file.FileName} containing:\n${dcv.file.FileContents}`
+              : 'The approver has been sent a new approval mail.';
+        for (const address of to) {
+          await this.deps.mailer.send({
+            to: address,
+            kind: 'subscription.action-needed',
+            customerId: order.customerId,
+            orderId: order.id,
+            subject: `Action needed: renew the certificate of order ${order.id} (${names[0]!})`,
+            text: `The certificate of order ${order.id} expires soon and its subscription continues. Control of ${pending(newNames)} must be shown again.\n\n${how}\n`,
+          });
+        }
       }
+      if (allShown) await this.deps.flow.advance((await this.deps.orders.byId(order.id))!);
+    } catch (e) {
+      this.deps.logger?.warn({ err: e, orderId: order.id }, 'reissue started; a step after its commit failed');
     }
-    if (allShown) await this.deps.flow.advance((await this.deps.orders.byId(order.id))!);
   }
 }
 

@@ -97,6 +97,7 @@ export interface Services {
   readonly dcvData: DcvData;
   readonly emailApprovals: EmailApprovals;
   readonly mailRepo: MailRepo;
+  readonly mailer: Mailer;
   readonly vetting: Vetting;
   readonly operators: Operators;
   readonly operatorConsole: OperatorConsole;
@@ -209,6 +210,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const mailRepo = repos.mail;
   const mailer = new Mailer({
     repo: mailRepo,
+    transact: (fn) => transact((r) => fn({ mail: r.mail, jobs: r.jobs })),
     clock,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     transport: config.smtpUrl === undefined ? null : smtpTransport(config.smtpUrl, mailFrom(urls)),
@@ -363,6 +365,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     dcvData,
     emailApprovals,
     mailRepo,
+    mailer,
     vetting,
     operators: operatorAccounts,
     operatorConsole,
@@ -466,6 +469,7 @@ export function createWorker(services: Services, logger: Logger): Worker {
     'order.revoke-certificates': (payload) => services.lifecycle.revokeCertificatesJob(payload),
     'scan.vulnerability': (payload, ctx) => services.assessments.runVulnerability(payload, ctx),
     'scan.configuration': (payload) => services.assessments.runConfiguration(payload),
+    'mail.deliver': (payload) => services.mailer.deliver(payload),
   } satisfies Handlers;
   return new Worker({
     repo: services.jobs,

@@ -58,6 +58,7 @@ describe.each(testDialects())('issuance under concurrent load on $dialect', (dia
         'order.revoke-certificates': async () => undefined,
         'scan.vulnerability': async () => undefined,
         'scan.configuration': async () => undefined,
+        'mail.deliver': async () => undefined,
       } satisfies Handlers;
       const w = new Worker({
         repo: s.jobs,

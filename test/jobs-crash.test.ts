@@ -87,6 +87,7 @@ describe('a worker killed in the middle of a job (SQLite file, two processes)', 
       'order.revoke-certificates': async () => undefined,
       'scan.vulnerability': async () => undefined,
       'scan.configuration': async () => undefined,
+      'mail.deliver': async () => undefined,
     } satisfies Handlers;
     const worker = new Worker({
       repo,

@@ -1,6 +1,7 @@
 // POST /Order when a step after the order's commit fails (the CA not ready, the database gone
 // while signing): the order is stored and its job queued, so the client is answered with the
 // order as it is, not a 5xx it would retry into a second order; the job then issues it, once.
+import { createServer, type Server, type Socket } from 'node:net';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CertdeskError } from '../src/core/index.js';
@@ -170,5 +171,72 @@ describe.each(testDialects())('a failure after POST /Order committed, on $dialec
     expect(res.statusCode).toBeLessThan(500);
     expect(await count()).toBe(before);
     expect(warnings).toEqual([]);
+  });
+});
+
+describe.each(testDialects())('POST /Order with an SMTP server that never answers, on $dialect', (dialect) => {
+  let t: TestContext;
+  let c: TestCustomer;
+  let dns: TestDnsServer;
+  let smtp: Server;
+  const connections: Socket[] = [];
+
+  beforeAll(async () => {
+    dns = await startDnsServer();
+    // Accepts connections and never greets: an SMTP client waits on it until its timeout.
+    smtp = createServer((socket) => void connections.push(socket));
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+    t = await createTestContext(dialect, {
+      CERTDESK_DNS_SERVERS: dns.address,
+      CERTDESK_RATE_LIMIT: '1000000',
+      CERTDESK_SMTP_URL: `smtp://127.0.0.1:${(smtp.address() as { port: number }).port}`,
+    });
+    c = await t.customer({ creditLimit: 100_000 });
+    const data = await t.call(c.token, {
+      method: 'POST',
+      url: '/rest/v1/DNSData',
+      payload: { ProductCode: 'TrustPoint.DV', CSR: testCsr().pem },
+    });
+    dns.set('certdesk-test.com', [{ type: 'TXT', data: data.json().DNSAuthDetails.DNSValue }]);
+  }, 120_000);
+  afterAll(async () => {
+    for (const s of connections) s.destroy();
+    await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    await t.close();
+    await dns.close();
+  });
+
+  it('ok/the order is issued and answered without touching SMTP; its notices wait in the outbox with their delivery queued', async () => {
+    const res = await t.call(c.token, {
+      method: 'POST',
+      url: '/rest/v1/Order',
+      payload: {
+        OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'DNS' },
+        AdminContact: contact,
+        TechContact: { ...contact, Email: 'tech@certdesk-test.com' },
+      },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().Fulfillment?.Certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
+    expect(connections).toHaveLength(0);
+
+    const id = res.json().ServiceOrderID as number;
+    const mails = await t.services.mailRepo.list({ limit: 10, orderId: id });
+    expect(mails.map((m) => [m.kind, m.status, m.to]).sort()).toEqual([
+      ['order.issued', 'outbox', 'ada@certdesk-test.com'],
+      ['order.issued', 'outbox', 'tech@certdesk-test.com'],
+    ]);
+    const jobs = await t.db.kysely
+      .selectFrom('jobs')
+      .select(['unique_key', 'status'])
+      .where('name', '=', 'mail.deliver')
+      .where(
+        'unique_key',
+        'in',
+        mails.map((m) => `mail:${m.id}`),
+      )
+      .execute();
+    expect(jobs).toHaveLength(2);
+    expect(jobs.every((j) => j.status === 'queued')).toBe(true);
   });
 });

@@ -32,6 +32,11 @@ export interface JobPayloads {
   'scan.vulnerability': { readonly orderId: number; readonly now?: boolean };
   /** The ConfigurationAssessment of an issued order: queued at issuance and reissue, due some days later. */
   'scan.configuration': { readonly orderId: number };
+  /**
+   * Sends one mail of the outbox over SMTP. Queued with the mail when SMTP is configured (so no
+   * request waits on an SMTP server), retried with the worker's backoff until sent or dead.
+   */
+  'mail.deliver': { readonly mailId: number };
 }
 
 /** The name of a job: a closed union derived from `JobPayloads`. */
@@ -47,6 +52,7 @@ const NAMES: Record<JobName, true> = {
   'order.revoke-certificates': true,
   'scan.vulnerability': true,
   'scan.configuration': true,
+  'mail.deliver': true,
 };
 
 /**

@@ -66,6 +66,7 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
         'order.revoke-certificates': async () => undefined,
         'scan.vulnerability': async () => undefined,
         'scan.configuration': async () => undefined,
+        'mail.deliver': async () => undefined,
       } satisfies Handlers,
       pollIntervalMs: 20,
       ...options,

@@ -1,5 +1,6 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './database.js';
-import type { MailStatus } from './schema.js';
+import type { MailOutboxTable, MailStatus } from './schema.js';
 
 export type { MailStatus } from './schema.js';
 
@@ -81,6 +82,12 @@ export class MailRepo {
     await this.kysely.updateTable('mail_outbox').set({ status: 'failed', error }).where('id', '=', id).execute();
   }
 
+  /** One mail, or undefined. */
+  async byId(id: number): Promise<MailRow | undefined> {
+    const row = await this.kysely.selectFrom('mail_outbox').selectAll().where('id', '=', id).executeTakeFirst();
+    return row === undefined ? undefined : toMail(row);
+  }
+
   /** The newest mails first, optionally of one order or one customer. */
   async list(options: MailListOptions): Promise<MailRow[]> {
     if (!Number.isSafeInteger(options.limit) || options.limit <= 0)
@@ -89,18 +96,22 @@ export class MailRepo {
     if (options.orderId !== undefined) query = query.where('order_id', '=', options.orderId);
     if (options.customerId !== undefined) query = query.where('customer_id', '=', options.customerId);
     const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute();
-    return rows.map((r) => ({
-      id: r.id,
-      customerId: r.customer_id,
-      orderId: r.order_id,
-      to: r.to_address,
-      subject: r.subject,
-      text: r.body_text,
-      kind: r.kind,
-      status: r.status,
-      error: r.error,
-      createdAt: r.created_at,
-      sentAt: r.sent_at,
-    }));
+    return rows.map(toMail);
   }
+}
+
+function toMail(r: Selectable<MailOutboxTable>): MailRow {
+  return {
+    id: r.id,
+    customerId: r.customer_id,
+    orderId: r.order_id,
+    to: r.to_address,
+    subject: r.subject,
+    text: r.body_text,
+    kind: r.kind,
+    status: r.status,
+    error: r.error,
+    createdAt: r.created_at,
+    sentAt: r.sent_at,
+  };
 }

@@ -37,6 +37,7 @@ const handlers = {
   'order.revoke-certificates': async () => undefined,
   'scan.vulnerability': async () => undefined,
   'scan.configuration': async () => undefined,
+  'mail.deliver': async () => undefined,
 } satisfies Handlers;
 new Worker({
   repo: services.jobs,

@@ -5,7 +5,7 @@ import { startSmtpServer, type TestSmtpServer } from '../../../test/support/smtp
 import { Command } from 'commander';
 import { addMailCommands, formatMails } from '../../cli/mail-commands.js';
 import { FixedClock, ServiceUrls } from '../../core/index.js';
-import { migrateToLatest, openDatabase, type Db } from '../../storage/index.js';
+import { JobsRepo, inTransaction, migrateToLatest, openDatabase, type Db } from '../../storage/index.js';
 import { MailRepo, type MailRow } from '../../storage/mail-repo.js';
 import { mail as mailMigration } from '../../storage/migrations/0005-mail.js';
 import { Mailer, mailFrom, smtpTransport, type MailTransport } from './mail.js';
@@ -55,11 +55,31 @@ describe('Mailer', () => {
     orderId: 30,
   };
 
-  it('ok/sends over SMTP and records the mail as sent', async () => {
-    const logger = { warn: vi.fn() };
-    const mailer = new Mailer({ repo, transport: smtpTransport(smtp.url, from), clock, logger });
-    const id = await mailer.send(approval);
+  /** A Mailer over the test outbox, its mail and delivery job written in one transaction. */
+  const mailerWith = (transport: MailTransport | null, logger?: { warn: (...a: unknown[]) => void }) =>
+    new Mailer({
+      repo,
+      transact: (fn) => inTransaction(db, (tx) => fn({ mail: new MailRepo(tx), jobs: new JobsRepo(tx) })),
+      transport,
+      clock,
+      ...(logger === undefined ? {} : { logger }),
+    });
+  /** The delivery jobs queued for mail `id`. */
+  const deliveries = (id: number) =>
+    db.kysely.selectFrom('jobs').select(['name', 'payload', 'status']).where('unique_key', '=', `mail:${id}`).execute();
 
+  it('ok/send records the mail and queues its delivery, talking no SMTP; delivery sends it and records it sent', async () => {
+    const logger = { warn: vi.fn() };
+    const mailer = mailerWith(smtpTransport(smtp.url, from), logger);
+    const before = smtp.received.length;
+    const id = await mailer.send(approval);
+    expect(smtp.received.length).toBe(before);
+    expect(await repo.byId(id)).toMatchObject({ id, status: 'outbox', sentAt: null });
+    expect(await deliveries(id)).toEqual([
+      { name: 'mail.deliver', payload: JSON.stringify({ mailId: id }), status: 'queued' },
+    ]);
+
+    await mailer.deliver({ mailId: id });
     const got = await smtp.waitFor((m) => m.subject === approval.subject);
     expect(got.text?.trim()).toBe(approval.text);
     expect(got.envelope).toEqual({ from: 'noreply@127.0.0.1', to: ['admin@example.test'] });
@@ -78,27 +98,36 @@ describe('Mailer', () => {
       kind: 'dcv.approval',
     });
     expect(logger.warn).not.toHaveBeenCalled();
+
+    // The job run again (a retry after a lost answer) sends nothing twice.
+    const count = smtp.received.length;
+    await mailer.deliver({ mailId: id });
+    expect(smtp.received.length).toBe(count);
   });
 
-  it('ok/without SMTP the mail stays in the outbox', async () => {
-    const mailer = new Mailer({ repo, transport: null, clock });
+  it('ok/without SMTP the mail stays in the outbox, and no delivery is queued', async () => {
+    const mailer = mailerWith(null);
     const before = smtp.received.length;
     const id = await mailer.send({ ...approval, orderId: 31 });
     expect(await repo.list({ limit: 5, orderId: 31 })).toEqual([
       expect.objectContaining({ id, status: 'outbox', sentAt: null, text: approval.text }),
     ]);
+    expect(await deliveries(id)).toEqual([]);
     expect(smtp.received.length).toBe(before);
   });
 
-  it('fail/an unreachable SMTP server: send resolves, the mail is recorded as failed, the log names no address or body', async () => {
+  it('fail/an unreachable SMTP server: send resolves at once; delivery records the failure and throws for a retry, the log names no address or body', async () => {
     const logger = { warn: vi.fn() };
-    const mailer = new Mailer({
-      repo,
-      transport: smtpTransport(`smtp://127.0.0.1:${await closedPort()}`, from),
-      clock,
-      logger,
-    });
+    const mailer = mailerWith(smtpTransport(`smtp://127.0.0.1:${await closedPort()}`, from), logger);
     const id = await mailer.send({ ...approval, orderId: 32 });
+    expect(logger.warn).not.toHaveBeenCalled();
+
+    const thrown = await mailer.deliver({ mailId: id }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(thrown?.message).toMatch(new RegExp(`^mail ${id} not sent`));
+    expect(thrown?.message).not.toContain('admin@');
     const [row] = await repo.list({ limit: 1, orderId: 32 });
     expect(row).toMatchObject({ id, status: 'failed', sentAt: null });
     expect(row?.error).toMatch(/ECONNREFUSED|connect/i);
@@ -110,39 +139,66 @@ describe('Mailer', () => {
     expect(logged).not.toContain('token=abc');
   });
 
-  it('fail/a transport that throws is recorded, never thrown', async () => {
-    const transport: MailTransport = { send: () => Promise.reject(new Error('550 mailbox unavailable')) };
-    const id = await new Mailer({ repo, transport, clock }).send({ ...approval, orderId: 33 });
-    expect((await repo.list({ limit: 1, orderId: 33 }))[0]).toMatchObject({
-      id,
-      status: 'failed',
-      error: '550 mailbox unavailable',
-    });
+  it('ok/a failed mail is sent by a later delivery, its error cleared', async () => {
+    let down = true;
+    const sent: string[] = [];
+    const transport: MailTransport = {
+      send: (m) => (down ? Promise.reject(new Error('421 try again later')) : Promise.resolve(void sent.push(m.to))),
+    };
+    const mailer = mailerWith(transport);
+    const id = await mailer.send({ ...approval, orderId: 33 });
+    await expect(mailer.deliver({ mailId: id })).rejects.toThrow(`mail ${id} not sent`);
+    expect(await repo.byId(id)).toMatchObject({ status: 'failed', error: '421 try again later' });
+    down = false;
+    await mailer.deliver({ mailId: id });
+    expect(await repo.byId(id)).toMatchObject({ status: 'sent', error: null });
+    expect(sent).toEqual(['admin@example.test']);
   });
 
-  it('fail/bookkeeping after a send does not throw (no second send by a retrying caller)', async () => {
+  it('fail/bookkeeping after a send does not throw (no second send by a retried job)', async () => {
     const sent: string[] = [];
     const transport: MailTransport = { send: async (m) => void sent.push(m.to) };
     const logger = { warn: vi.fn() };
+    const stored = { ...approval, id: 99, status: 'outbox' as const, error: null, createdAt: 0, sentAt: null };
     const broken = {
       insert: () => Promise.resolve(99),
+      byId: () => Promise.resolve(stored),
       markSent: () => Promise.reject(new Error('db down')),
       markFailed: () => Promise.resolve(),
     };
-    expect(await new Mailer({ repo: broken, transport, clock, logger }).send(approval)).toBe(99);
+    const mailer = new Mailer({
+      repo: broken,
+      transact: (fn) => fn({ mail: broken, jobs: new JobsRepo(db) }),
+      transport,
+      clock,
+      logger,
+    });
+    await mailer.deliver({ mailId: 99 });
     expect(sent).toEqual(['admin@example.test']);
     expect(logger.warn).toHaveBeenCalledWith(expect.objectContaining({ mailId: 99 }), expect.any(String));
   });
 
-  it('fail/a database error while recording is thrown, and nothing is sent', async () => {
+  it('fail/a database error while recording is thrown, and nothing is queued or sent', async () => {
     const sent: string[] = [];
     const transport: MailTransport = { send: async (m) => void sent.push(m.to) };
-    const broken = {
-      insert: () => Promise.reject(new Error('db down')),
-      markSent: () => Promise.resolve(),
-      markFailed: () => Promise.resolve(),
-    };
-    await expect(new Mailer({ repo: broken, transport, clock }).send(approval)).rejects.toThrow('db down');
+    const jobsBefore = (await db.kysely.selectFrom('jobs').select('id').execute()).length;
+    const mailer = new Mailer({
+      repo,
+      transact: (fn) =>
+        inTransaction(db, (tx) =>
+          fn({ mail: { insert: () => Promise.reject(new Error('db down')) }, jobs: new JobsRepo(tx) }),
+        ),
+      transport,
+      clock,
+    });
+    await expect(mailer.send(approval)).rejects.toThrow('db down');
+    expect(sent).toEqual([]);
+    expect((await db.kysely.selectFrom('jobs').select('id').execute()).length).toBe(jobsBefore);
+  });
+
+  it('fail/a delivery of a mail that does not exist does nothing', async () => {
+    const sent: string[] = [];
+    await mailerWith({ send: async (m) => void sent.push(m.to) }).deliver({ mailId: 987654 });
     expect(sent).toEqual([]);
   });
 

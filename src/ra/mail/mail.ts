@@ -1,8 +1,10 @@
-// Outgoing mail (DESIGN §3, §4): every mail is recorded in the outbox first, then sent over SMTP
-// when CERTDESK_SMTP_URL is set. A failed send never undoes what the caller did: it is recorded
-// with its error, and the mail can be sent again from the outbox.
+// Outgoing mail (DESIGN §3, §4): every mail is recorded in the outbox, and when CERTDESK_SMTP_URL
+// is set its delivery is queued with it (job `mail.deliver`): the worker sends it over SMTP and
+// retries with backoff, so no request waits on an SMTP server. A failed send never undoes what
+// the caller did: it is recorded with its error.
 import { createTransport } from 'nodemailer';
 import type { Clock, ServiceUrls } from '../../core/index.js';
+import type { JobsRepo } from '../../storage/index.js';
 import type { MailRepo, NewMail } from '../../storage/mail-repo.js';
 
 /** A mail to send: what the outbox records of it, but its status and time, which sending sets. */
@@ -53,7 +55,11 @@ export function mailFrom(urls: Pick<ServiceUrls, 'mailHost'>): string {
 }
 
 export interface MailerDeps {
-  readonly repo: Pick<MailRepo, 'insert' | 'markSent' | 'markFailed'>;
+  readonly repo: Pick<MailRepo, 'insert' | 'byId' | 'markSent' | 'markFailed'>;
+  /** Records a mail and queues its delivery in one transaction. */
+  readonly transact: <T>(
+    fn: (repos: { mail: Pick<MailRepo, 'insert'>; jobs: Pick<JobsRepo, 'enqueueInTransaction'> }) => Promise<T>,
+  ) => Promise<T>;
   /** null when no SMTP server is configured: mail stays in the outbox. */
   readonly transport: MailTransport | null;
   readonly clock: Clock;
@@ -64,42 +70,63 @@ export class Mailer {
   constructor(private readonly deps: MailerDeps) {}
 
   /**
-   * Records the mail in the outbox first, then sends it over SMTP when configured; a failed send
-   * is recorded (status failed, error) and never thrown: the caller's state change stands, and
-   * mail can be re-sent. Returns the outbox id. Only recording it can throw (a database error).
-   *
-   * Call it outside a database transaction (after the commit): the SMTP exchange can take seconds.
+   * Records the mail in the outbox and, when SMTP is configured, queues its delivery with it (one
+   * transaction: a recorded mail is always delivered). Returns the outbox id. Nothing here talks
+   * SMTP; only the database can make it throw.
    */
   async send(mail: OutgoingMail): Promise<number> {
-    const { repo, transport, clock } = this.deps;
-    const id = await repo.insert({
+    const now = this.deps.clock.nowSeconds();
+    const row = {
       to: mail.to,
       subject: mail.subject,
       text: mail.text,
       kind: mail.kind,
       customerId: mail.customerId ?? null,
       orderId: mail.orderId ?? null,
-      status: 'outbox',
-      createdAt: clock.nowSeconds(),
+      status: 'outbox' as const,
+      createdAt: now,
+    };
+    if (this.deps.transport === null) return this.deps.repo.insert(row);
+    return this.deps.transact(async (tx) => {
+      const id = await tx.mail.insert(row);
+      await tx.jobs.enqueueInTransaction(
+        { name: 'mail.deliver', payload: { mailId: id }, uniqueKey: `mail:${id}`, runAt: now },
+        now,
+      );
+      return id;
     });
-    if (transport === null) return id;
+  }
 
+  /**
+   * The job `mail.deliver`: sends one mail of the outbox over SMTP. A failed send is recorded
+   * (status failed, with the error) and thrown, so the worker tries again with backoff. A mail sent
+   * already is not sent again; one whose sending was recorded badly is not retried (at most one
+   * extra copy, from a worker that died between the SMTP answer and the record).
+   */
+  async deliver(payload: { mailId: number }): Promise<void> {
+    const { repo, transport, clock } = this.deps;
+    const mail = await repo.byId(payload.mailId);
+    if (mail === undefined || mail.status === 'sent') return;
+    if (transport === null) {
+      this.deps.logger?.warn({ mailId: mail.id }, 'SMTP is no longer configured: the mail stays in the outbox');
+      return;
+    }
     try {
       await transport.send({ to: mail.to, subject: mail.subject, text: mail.text });
     } catch (err) {
       // Logged: the outbox id, the recipient's domain and the error code; never the body or address.
+      const code = errorCode(err);
       this.deps.logger?.warn(
-        { mailId: id, kind: mail.kind, toDomain: domainOf(mail.to), code: errorCode(err) },
-        'mail not sent; kept in the outbox as failed',
+        { mailId: mail.id, kind: mail.kind, toDomain: domainOf(mail.to), code },
+        'mail not sent; the worker tries again',
       );
-      await this.record(id, () => repo.markFailed(id, describe(err)));
-      return id;
+      await this.record(mail.id, () => repo.markFailed(mail.id, describe(err)));
+      throw new Error(`mail ${mail.id} not sent (${code ?? 'SMTP error'})`);
     }
-    await this.record(id, () => repo.markSent(id, clock.nowSeconds()));
-    return id;
+    await this.record(mail.id, () => repo.markSent(mail.id, clock.nowSeconds()));
   }
 
-  /** Bookkeeping after the SMTP exchange: a database error here must not make a caller send twice. */
+  /** Bookkeeping after the SMTP exchange: a database error here must not make the job send twice. */
   private async record(id: number, write: () => Promise<void>): Promise<void> {
     try {
       await write();

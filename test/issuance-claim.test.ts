@@ -1,4 +1,4 @@
-// The issuance claim, actor by actor (see OrderFlow.issue): who may sign an order's round, who
+// The issuance claim, actor by actor (see IssuanceRounds.issue): who may sign an order's round, who
 // waits, who takes over, and what happens to a certificate signed under a claim that was lost.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';

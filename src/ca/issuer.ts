@@ -34,7 +34,7 @@ export interface IssueRequest {
   /** Who asked, for the audit log (`user:…`, `operator`, `system`). */
   readonly actor?: string;
   /**
-   * The order's issuance claim this signing is made under (the RA's, see `OrderFlow.issue`). The
+   * The order's issuance claim this signing is made under (the RA's, see `IssuanceRounds.issue`). The
    * certificate is recorded against the order only if the claim is still held when it is written;
    * otherwise it is recorded revoked (superseded) and `IssuanceClaimLost` is thrown.
    */

@@ -124,7 +124,7 @@ export interface Order {
   readonly reissueBaseCert: CertificateId | null;
   /** EndDate of the current certificate. */
   readonly certNotAfter: number | null;
-  /** Who holds the right to sign the current issuance round, and until when (OrderFlow.issue). */
+  /** Who holds the right to sign the current issuance round, and until when (IssuanceRounds.issue). */
   readonly issuanceClaim: string | null;
   readonly issuanceClaimUntil: number | null;
   /** The Idempotency-Key of the DELETE /Order that cancelled the order, and whether it refunded. */

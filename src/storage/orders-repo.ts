@@ -162,7 +162,7 @@ export class OrdersRepo {
   /**
    * Claims the signing of an order's current issuance round for `claim` until `until`: one guarded
    * UPDATE that succeeds for exactly one caller while the order waits in WF_ISSUANCE and nobody
-   * holds a claim that is still running (see `OrderFlow.issue`). False when someone else holds it
+   * holds a claim that is still running (see `IssuanceRounds.issue`). False when someone else holds it
    * or the order is no longer waiting for issuance.
    */
   async claimIssuance(id: OrderId, major: MajorStatus, claim: string, now: number, until: number): Promise<boolean> {

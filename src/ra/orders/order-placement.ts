@@ -156,7 +156,7 @@ export class OrderPlacement {
       price,
       dcvValue: dcv.value,
       orderDate: now,
-      // Issued inline: the round is this request's from the order's commit on (OrderFlow.issueClaimed).
+      // Issued inline: the round is this request's from the order's commit on (IssuanceRounds.issueClaimed).
       ...(inline ? { issuanceClaim: this.deps.flow.newClaim() } : {}),
     };
     const names: NewOrderName[] = checked.names.map((name) => ({

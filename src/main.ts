@@ -211,6 +211,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const mailer = new Mailer({
     repo: mailRepo,
     transact: (fn) => transact((r) => fn({ mail: r.mail, jobs: r.jobs })),
+    jobs,
     clock,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     transport: config.smtpUrl === undefined ? null : smtpTransport(config.smtpUrl, mailFrom(urls)),

@@ -227,6 +227,17 @@ describe('certdesk CLI', { timeout: 180_000 }, () => {
     );
     expect(reject).toMatchObject({ code: 1, stderr: expect.stringMatching(/order id/) });
     expect(JSON.parse((await run(BIN, ['mail', 'list', '--json'], { env: env(dir) })).stdout)).toEqual({ Mails: [] });
+    const offline = await run(BIN, ['mail', 'resend', '1'], { env: env(dir) }).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(offline).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^certdesk: No SMTP server is configured/),
+    });
+    const unknown = await run(BIN, ['mail', 'resend', '1'], {
+      env: env(dir, { CERTDESK_SMTP_URL: 'smtp://127.0.0.1:9' }),
+    }).catch((e: { code: number; stderr: string }) => e);
+    expect(unknown).toMatchObject({ code: 1, stderr: expect.stringMatching(/^certdesk: No mail 1 in the outbox/) });
   });
 
   it('ok/two processes migrating a fresh SQLite file at once both succeed', async () => {

@@ -1,19 +1,25 @@
-// Operator commands for the mail outbox (DESIGN §4: `mail list`).
+// Operator commands for the mail outbox (DESIGN §4: `mail list`; `mail resend`).
 import type { Command } from 'commander';
 import { parseCustomer, parsePositive } from './args.js';
 import { print } from './print.js';
 import { formatTimestamp } from '../core/index.js';
+import type { Mailer } from '../ra/mail/mail.js';
 import type { MailRepo, MailRow } from '../storage/mail-repo.js';
 
-/** What the mail commands need: the outbox, and a way to release what was opened for it. */
-export type OpenMailOutbox = () => Promise<{ mail: Pick<MailRepo, 'list'>; close(): Promise<void> }>;
+/** What the mail commands need: the outbox, the mailer, and a way to release what was opened for them. */
+export type OpenMailOutbox = () => Promise<{
+  mail: Pick<MailRepo, 'list'>;
+  mailer: Pick<Mailer, 'resend'>;
+  close(): Promise<void>;
+}>;
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 10_000;
 
 /**
- * Adds `mail list [--order ID] [--customer ID] [--limit N] [--json]` to `program`: the newest
- * mails of the outbox first. `open` is called once per run and its result closed afterwards.
+ * Adds `mail list [--order ID] [--customer ID] [--limit N] [--json]` (the newest mails of the
+ * outbox first) and `mail resend ID [--json]` to `program`. `open` is called once per run and its
+ * result closed afterwards.
  */
 export function addMailCommands(program: Command, open: OpenMailOutbox): void {
   const mail = program.command('mail').description('the mail outbox: every mail the service sent or would send');
@@ -42,6 +48,23 @@ export function addMailCommands(program: Command, open: OpenMailOutbox): void {
       }
       const out = formatMails(rows);
       print(o.json === true, out.json, out.text);
+    });
+
+  mail
+    .command('resend')
+    .description('queue the delivery of a mail again: one that failed for good, or was recorded while SMTP was off')
+    .argument('<id>', 'the mail (mail list shows the ids)')
+    .option('--json', 'print one JSON object')
+    .action(async (idText: string, o: { json?: boolean }) => {
+      const id = parsePositive(idText, 'mail id');
+      const opened = await open();
+      let result: Awaited<ReturnType<Mailer['resend']>>;
+      try {
+        result = await opened.mailer.resend(id);
+      } finally {
+        await opened.close();
+      }
+      print(o.json === true, { ID: id, Result: result }, `mail ${id}: ${result}; the worker sends it`);
     });
 }
 

@@ -298,7 +298,7 @@ export function buildCli(): Command {
   });
   addMailCommands(program, async () => {
     const services = await openServices();
-    return { mail: services.mailRepo, close: () => services.close() };
+    return { mail: services.mailRepo, mailer: services.mailer, close: () => services.close() };
   });
   addOperatorCommands(program, async () => {
     const services = await openServices();

@@ -60,6 +60,7 @@ describe('Mailer', () => {
     new Mailer({
       repo,
       transact: (fn) => inTransaction(db, (tx) => fn({ mail: new MailRepo(tx), jobs: new JobsRepo(tx) })),
+      jobs: new JobsRepo(db),
       transport,
       clock,
       ...(logger === undefined ? {} : { logger }),
@@ -169,6 +170,7 @@ describe('Mailer', () => {
     const mailer = new Mailer({
       repo: broken,
       transact: (fn) => fn({ mail: broken, jobs: new JobsRepo(db) }),
+      jobs: new JobsRepo(db),
       transport,
       clock,
       logger,
@@ -188,6 +190,7 @@ describe('Mailer', () => {
         inTransaction(db, (tx) =>
           fn({ mail: { insert: () => Promise.reject(new Error('db down')) }, jobs: new JobsRepo(tx) }),
         ),
+      jobs: new JobsRepo(db),
       transport,
       clock,
     });
@@ -200,6 +203,51 @@ describe('Mailer', () => {
     const sent: string[] = [];
     await mailerWith({ send: async (m) => void sent.push(m.to) }).deliver({ mailId: 987654 });
     expect(sent).toEqual([]);
+  });
+
+  it('ok/resend queues a mail whose delivery gave up, and one recorded while SMTP was off; a queued one is left as it is', async () => {
+    let down = true;
+    const sent: string[] = [];
+    const transport: MailTransport = {
+      send: (m) => (down ? Promise.reject(new Error('421 try again later')) : Promise.resolve(void sent.push(m.to))),
+    };
+    const mailer = mailerWith(transport);
+    const failed = await mailer.send({ ...approval, orderId: 34 });
+    await expect(mailer.deliver({ mailId: failed })).rejects.toThrow();
+    // Its job gave up: dead, the key released.
+    await db.kysely
+      .updateTable('jobs')
+      .set({ status: 'dead', unique_key: null })
+      .where('unique_key', '=', `mail:${failed}`)
+      .execute();
+    const offline = await mailerWith(null).send({ ...approval, orderId: 35 });
+
+    expect(await mailer.resend(failed)).toBe('queued');
+    expect(await mailer.resend(failed)).toBe('queued already');
+    expect(await mailer.resend(offline)).toBe('queued');
+    expect((await deliveries(failed)).map((j) => j.status)).toEqual(['queued']);
+    expect((await deliveries(offline)).map((j) => j.status)).toEqual(['queued']);
+    down = false;
+    await mailer.deliver({ mailId: failed });
+    await mailer.deliver({ mailId: offline });
+    expect(sent).toEqual(['admin@example.test', 'admin@example.test']);
+    expect((await repo.byId(failed))?.status).toBe('sent');
+  });
+
+  it('fail/resend refuses a mail sent already, an unknown mail, and any mail without SMTP; nothing is queued', async () => {
+    const mailer = mailerWith({ send: async () => undefined });
+    const id = await mailer.send({ ...approval, orderId: 36 });
+    await mailer.deliver({ mailId: id });
+    await db.kysely.deleteFrom('jobs').where('unique_key', '=', `mail:${id}`).execute();
+    await expect(mailer.resend(id)).rejects.toMatchObject({
+      kind: 'conflict',
+      message: expect.stringMatching(/not sending it twice/),
+    });
+    await expect(mailer.resend(987654)).rejects.toMatchObject({ kind: 'notFound' });
+    const pending = await mailerWith(null).send({ ...approval, orderId: 37 });
+    await expect(mailerWith(null).resend(pending)).rejects.toMatchObject({ kind: 'notReady' });
+    expect(await deliveries(id)).toEqual([]);
+    expect(await deliveries(pending)).toEqual([]);
   });
 
   it('fail/refuses a URL that is not smtp:// or smtps://', () => {
@@ -257,6 +305,7 @@ describe('mail list', () => {
     const program = new Command('certdesk').exitOverride();
     addMailCommands(program, async () => ({
       mail: { list: async (o) => (calls.push(o), rows) },
+      mailer: { resend: async () => Promise.reject(new Error('not here')) },
       close: async () => void closed++,
     }));
     await program.parseAsync(['node', 'certdesk', 'mail', 'list', ...args]);
@@ -313,5 +362,76 @@ describe('mail list', () => {
     await expect(run(['--order', 'x'])).rejects.toThrow('not a order id: x');
     await expect(run(['--limit', '0'])).rejects.toThrow(/limit/);
     await expect(run(['--limit', '100000'])).rejects.toThrow(/too large/);
+  });
+});
+
+describe('mail resend', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  const run = async (args: string[], resend: (id: number) => Promise<'queued' | 'queued already'>) => {
+    const out: string[] = [];
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      out.push(String(chunk));
+      return true;
+    });
+    const asked: number[] = [];
+    let opened = 0;
+    let closed = 0;
+    const program = new Command('certdesk').exitOverride();
+    addMailCommands(program, async () => {
+      opened++;
+      return {
+        mail: { list: async () => [] },
+        mailer: { resend: (id) => (asked.push(id), resend(id)) },
+        close: async () => void closed++,
+      };
+    });
+    try {
+      await program.parseAsync(['node', 'certdesk', 'mail', 'resend', ...args]);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    return { asked, opened, closed, printed: out.join('') };
+  };
+
+  it('ok/queues the mail and says so (text and --json)', async () => {
+    const text = await run(['7'], async () => 'queued');
+    expect(text).toMatchObject({ asked: [7], opened: 1, closed: 1, printed: 'mail 7: queued; the worker sends it\n' });
+    const json = await run(['7', '--json'], async () => 'queued already');
+    expect(JSON.parse(json.printed)).toEqual({ ID: 7, Result: 'queued already' });
+  });
+
+  it('fail/a refusal is thrown, and what was opened is closed', async () => {
+    let closed = 0;
+    const program = new Command('certdesk').exitOverride();
+    addMailCommands(program, async () => ({
+      mail: { list: async () => [] },
+      mailer: {
+        resend: () => Promise.reject(new Error('Mail 8 was sent at 2026-01-01T00:00:00Z: not sending it twice.')),
+      },
+      close: async () => void closed++,
+    }));
+    await expect(program.parseAsync(['node', 'certdesk', 'mail', 'resend', '8'])).rejects.toThrow(
+      /not sending it twice/,
+    );
+    expect(closed).toBe(1);
+  });
+
+  it('fail/refuses a bad id before opening anything', async () => {
+    for (const bad of ['x', '0', '-3', '1.5']) {
+      let opened = 0;
+      const program = new Command('certdesk').exitOverride();
+      program.configureOutput({ writeErr: () => undefined });
+      addMailCommands(program, async () => {
+        opened++;
+        return {
+          mail: { list: async () => [] },
+          mailer: { resend: async () => 'queued' as const },
+          close: async () => {},
+        };
+      });
+      await expect(program.parseAsync(['node', 'certdesk', 'mail', 'resend', bad])).rejects.toThrow();
+      expect(opened).toBe(0);
+    }
   });
 });

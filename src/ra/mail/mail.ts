@@ -3,7 +3,7 @@
 // retries with backoff, so no request waits on an SMTP server. A failed send never undoes what
 // the caller did: it is recorded with its error.
 import { createTransport } from 'nodemailer';
-import type { Clock, ServiceUrls } from '../../core/index.js';
+import { CertdeskError, formatTimestamp, type Clock, type ServiceUrls } from '../../core/index.js';
 import type { JobsRepo } from '../../storage/index.js';
 import type { MailRepo, NewMail } from '../../storage/mail-repo.js';
 
@@ -60,6 +60,8 @@ export interface MailerDeps {
   readonly transact: <T>(
     fn: (repos: { mail: Pick<MailRepo, 'insert'>; jobs: Pick<JobsRepo, 'enqueueInTransaction'> }) => Promise<T>,
   ) => Promise<T>;
+  /** The job queue outside a transaction (`resend`). */
+  readonly jobs: Pick<JobsRepo, 'enqueue'>;
   /** null when no SMTP server is configured: mail stays in the outbox. */
   readonly transport: MailTransport | null;
   readonly clock: Clock;
@@ -124,6 +126,32 @@ export class Mailer {
       throw new Error(`mail ${mail.id} not sent (${code ?? 'SMTP error'})`);
     }
     await this.record(mail.id, () => repo.markSent(mail.id, clock.nowSeconds()));
+  }
+
+  /**
+   * Queues the delivery of an outbox mail again (`certdesk mail resend`): one whose job gave up
+   * (status failed, the job dead), or one recorded while no SMTP server was configured. A mail
+   * sent already is refused: it is never sent twice on purpose.
+   */
+  async resend(id: number): Promise<'queued' | 'queued already'> {
+    if (this.deps.transport === null)
+      throw new CertdeskError(
+        'notReady',
+        'No SMTP server is configured (CERTDESK_SMTP_URL): mail stays in the outbox.',
+      );
+    const mail = await this.deps.repo.byId(id);
+    if (mail === undefined) throw new CertdeskError('notFound', `No mail ${id} in the outbox.`);
+    if (mail.status === 'sent')
+      throw new CertdeskError(
+        'conflict',
+        `Mail ${id} was sent at ${formatTimestamp(mail.sentAt) ?? '?'}: not sending it twice.`,
+      );
+    const now = this.deps.clock.nowSeconds();
+    const queued = await this.deps.jobs.enqueue(
+      { name: 'mail.deliver', payload: { mailId: id }, uniqueKey: `mail:${id}`, runAt: now },
+      now,
+    );
+    return queued.created ? 'queued' : 'queued already';
   }
 
   /** Bookkeeping after the SMTP exchange: a database error here must not make the job send twice. */

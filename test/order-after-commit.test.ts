@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { CertdeskError } from '../src/core/index.js';
 import { createWorker } from '../src/main.js';
 import { HELD_RECHECK_SECONDS } from '../src/ra/issuance/order-flow.js';
+import { OrdersRepo } from '../src/storage/index.js';
 import { accountingOf } from './support/accounting.js';
 import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
 import { testCsr } from './support/csr.js';
@@ -146,30 +147,44 @@ describe.each(testDialects())('a failure after POST /Order committed, on $dialec
     expect(warnings).toEqual([]);
   });
 
-  it('fail/a failure before the commit still refuses the order, and stores nothing', async () => {
+  it('fail/the database gone for the answer too: 200 with the order as it was stored', async () => {
+    vi.spyOn(t.services.ca, 'issue').mockRejectedValueOnce(
+      new CertdeskError('notReady', 'The CA keys are not loaded.'),
+    );
+    vi.spyOn(OrdersRepo.prototype, 'get').mockRejectedValueOnce(new Error('Connection terminated'));
+    const res = await place();
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().ServiceOrderID).toBeGreaterThan(0);
+    expect(res.json().Fulfillment?.Certificate).toBeUndefined();
+    expect(OrdersRepo.prototype.get).toHaveBeenCalled();
+    expect(warnings).toEqual([expect.objectContaining({ orderId: res.json().ServiceOrderID })]);
+  });
+
+  it('fail/a failure inside the order’s transaction (the credit) still refuses the order, stores nothing, and reports nothing', async () => {
+    const poor = await t.customer({ name: 'Poor', creditLimit: 0 });
     const count = async () =>
       Number(
         (
           await t.db.kysely
             .selectFrom('orders')
             .select((eb) => eb.fn.countAll().as('n'))
-            .where('customer_id', '=', c.customerId)
+            .where('customer_id', '=', poor.customerId)
             .executeTakeFirstOrThrow()
         ).n,
       );
-    const before = await count();
-    const res = await t.call(c.token, {
+    const res = await t.call(poor.token, {
       method: 'POST',
       url: '/rest/v1/Order',
       payload: {
-        OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: 'not a CSR', DVAuthMethod: 'DNS' },
+        OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 12, CSR: testCsr().pem, DVAuthMethod: 'DNS' },
         AdminContact: contact,
         TechContact: contact,
       },
     });
-    expect(res.statusCode).toBeGreaterThanOrEqual(400);
+    expect(res.statusCode, res.body).toBeGreaterThanOrEqual(400);
     expect(res.statusCode).toBeLessThan(500);
-    expect(await count()).toBe(before);
+    expect(res.json()).toMatchObject({ success: false, ServiceOrderID: 0 });
+    expect(await count()).toBe(0);
     expect(warnings).toEqual([]);
   });
 });

@@ -77,9 +77,15 @@ export class MailRepo {
       .execute();
   }
 
-  /** Marks a mail's send as failed, with why. */
+  /** Marks a mail's send as failed, with why (a sent mail stays sent). */
   async markFailed(id: number, error: string): Promise<void> {
-    await this.kysely.updateTable('mail_outbox').set({ status: 'failed', error }).where('id', '=', id).execute();
+    // Never over a sent mail: a delivery that lost its lease may fail after another one sent it.
+    await this.kysely
+      .updateTable('mail_outbox')
+      .set({ status: 'failed', error })
+      .where('id', '=', id)
+      .where('status', '<>', 'sent')
+      .execute();
   }
 
   /** One mail, or undefined. */

@@ -29,6 +29,9 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** An error carrying the SMTP server's answer, as nodemailer gives it. */
+const smtpAnswer = (message: string, responseCode: number) => Object.assign(new Error(message), { responseCode });
+
 describe('Mailer', () => {
   let db: Db;
   let repo: MailRepo;
@@ -144,7 +147,8 @@ describe('Mailer', () => {
     let down = true;
     const sent: string[] = [];
     const transport: MailTransport = {
-      send: (m) => (down ? Promise.reject(new Error('421 try again later')) : Promise.resolve(void sent.push(m.to))),
+      send: (m) =>
+        down ? Promise.reject(smtpAnswer('421 try again later', 421)) : Promise.resolve(void sent.push(m.to)),
     };
     const mailer = mailerWith(transport);
     const id = await mailer.send({ ...approval, orderId: 33 });
@@ -199,6 +203,22 @@ describe('Mailer', () => {
     expect((await db.kysely.selectFrom('jobs').select('id').execute()).length).toBe(jobsBefore);
   });
 
+  it('fail/a delivery that cannot be queued leaves no mail behind (one transaction)', async () => {
+    const before = (await repo.list({ limit: 10_000 })).length;
+    const mailer = new Mailer({
+      repo,
+      transact: (fn) =>
+        inTransaction(db, (tx) =>
+          fn({ mail: new MailRepo(tx), jobs: { enqueueInTransaction: () => Promise.reject(new Error('jobs down')) } }),
+        ),
+      jobs: new JobsRepo(db),
+      transport: { send: async () => undefined },
+      clock,
+    });
+    await expect(mailer.send({ ...approval, orderId: 42 })).rejects.toThrow('jobs down');
+    expect((await repo.list({ limit: 10_000 })).length).toBe(before);
+  });
+
   it('fail/a delivery of a mail that does not exist does nothing', async () => {
     const sent: string[] = [];
     await mailerWith({ send: async (m) => void sent.push(m.to) }).deliver({ mailId: 987654 });
@@ -209,7 +229,8 @@ describe('Mailer', () => {
     let down = true;
     const sent: string[] = [];
     const transport: MailTransport = {
-      send: (m) => (down ? Promise.reject(new Error('421 try again later')) : Promise.resolve(void sent.push(m.to))),
+      send: (m) =>
+        down ? Promise.reject(smtpAnswer('421 try again later', 421)) : Promise.resolve(void sent.push(m.to)),
     };
     const mailer = mailerWith(transport);
     const failed = await mailer.send({ ...approval, orderId: 34 });
@@ -248,6 +269,45 @@ describe('Mailer', () => {
     await expect(mailerWith(null).resend(pending)).rejects.toMatchObject({ kind: 'notReady' });
     expect(await deliveries(id)).toEqual([]);
     expect(await deliveries(pending)).toEqual([]);
+  });
+
+  it('fail/an SMTP server that does not answer pauses this process’s deliveries (they fail at once, for a retry); a refused mail does not', async () => {
+    const calls: string[] = [];
+    let fault: Error | undefined = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNECTION' });
+    const transport: MailTransport = {
+      send: (m) => (calls.push(m.to), fault === undefined ? Promise.resolve() : Promise.reject(fault)),
+    };
+    const mailer = mailerWith(transport);
+    const [a, b] = [await mailer.send({ ...approval, orderId: 38 }), await mailer.send({ ...approval, orderId: 39 })];
+    await expect(mailer.deliver({ mailId: a })).rejects.toThrow(`mail ${a} not sent`);
+    expect(calls).toHaveLength(1);
+    // The second mail does not wait on the dead server: it fails at once, still unsent.
+    await expect(mailer.deliver({ mailId: b })).rejects.toThrow(/did not answer a moment ago/);
+    expect(calls).toHaveLength(1);
+    expect((await repo.byId(b))?.status).toBe('outbox');
+
+    clock.advance(31);
+    fault = Object.assign(new Error('550 mailbox unavailable'), { code: 'EENVELOPE', responseCode: 550 });
+    await expect(mailer.deliver({ mailId: b })).rejects.toThrow(`mail ${b} not sent`);
+    expect(calls).toHaveLength(2);
+    // A refusal of one mail is an answer: the next delivery talks to the server.
+    fault = undefined;
+    await mailer.deliver({ mailId: a });
+    expect(calls).toHaveLength(3);
+    expect((await repo.byId(a))?.status).toBe('sent');
+  });
+
+  it('fail/a worker without SMTP throws (the job is retried, not finished) and leaves the mail as it is', async () => {
+    const id = await mailerWith({ send: async () => undefined }).send({ ...approval, orderId: 40 });
+    await expect(mailerWith(null).deliver({ mailId: id })).rejects.toThrow(/no SMTP server/);
+    expect(await repo.byId(id)).toMatchObject({ status: 'outbox', error: null });
+  });
+
+  it('ok/a failure recorded after another delivery sent the mail leaves it sent', async () => {
+    const id = await mailerWith({ send: async () => undefined }).send({ ...approval, orderId: 41 });
+    await repo.markSent(id, clock.nowSeconds());
+    await repo.markFailed(id, 'late failure of a delivery that lost its lease');
+    expect(await repo.byId(id)).toMatchObject({ status: 'sent', error: null });
   });
 
   it('fail/refuses a URL that is not smtp:// or smtps://', () => {

@@ -19,6 +19,12 @@ export interface MailTransport {
 const CONNECTION_TIMEOUT_MS = 10_000;
 const GREETING_TIMEOUT_MS = 10_000;
 const SOCKET_TIMEOUT_MS = 30_000;
+/**
+ * After a send that got no answer from the SMTP server (refused, timed out), this process's
+ * deliveries fail at once for this long, to be retried with the jobs' backoff: a dead SMTP server
+ * holds one worker slot at a time, not every slot the issuance jobs need.
+ */
+const SMTP_PAUSE_SECONDS = 30;
 /** Longest error text kept in the outbox. */
 const MAX_ERROR_LENGTH = 1_000;
 
@@ -69,12 +75,15 @@ export interface MailerDeps {
 }
 
 export class Mailer {
+  /** Until when deliveries wait (SMTP_PAUSE_SECONDS): the SMTP server did not answer. */
+  private smtpDownUntil = 0;
+
   constructor(private readonly deps: MailerDeps) {}
 
   /**
    * Records the mail in the outbox and, when SMTP is configured, queues its delivery with it (one
-   * transaction: a recorded mail is always delivered). Returns the outbox id. Nothing here talks
-   * SMTP; only the database can make it throw.
+   * transaction: a recorded mail always has its delivery job). Returns the outbox id. Nothing here
+   * talks SMTP; only the database can make it throw.
    */
   async send(mail: OutgoingMail): Promise<number> {
     const now = this.deps.clock.nowSeconds();
@@ -109,13 +118,17 @@ export class Mailer {
     const { repo, transport, clock } = this.deps;
     const mail = await repo.byId(payload.mailId);
     if (mail === undefined || mail.status === 'sent') return;
-    if (transport === null) {
-      this.deps.logger?.warn({ mailId: mail.id }, 'SMTP is no longer configured: the mail stays in the outbox');
-      return;
-    }
+    // Thrown, not finished: a worker started without SMTP must not use up the mail's job.
+    if (transport === null)
+      throw new Error(`mail ${mail.id} not sent: this process has no SMTP server (CERTDESK_SMTP_URL)`);
+    if (clock.nowSeconds() < this.smtpDownUntil)
+      throw new Error(`mail ${mail.id} not sent: the SMTP server did not answer a moment ago`);
     try {
       await transport.send({ to: mail.to, subject: mail.subject, text: mail.text });
     } catch (err) {
+      // No SMTP answer at all (a refused connection, a timeout): pause; a refusal of this mail does not.
+      if (typeof (err as { responseCode?: unknown } | null)?.responseCode !== 'number')
+        this.smtpDownUntil = clock.nowSeconds() + SMTP_PAUSE_SECONDS;
       // Logged: the outbox id, the recipient's domain and the error code; never the body or address.
       const code = errorCode(err);
       this.deps.logger?.warn(
@@ -125,6 +138,7 @@ export class Mailer {
       await this.record(mail.id, () => repo.markFailed(mail.id, describe(err)));
       throw new Error(`mail ${mail.id} not sent (${code ?? 'SMTP error'})`);
     }
+    this.smtpDownUntil = 0;
     await this.record(mail.id, () => repo.markSent(mail.id, clock.nowSeconds()));
   }
 

@@ -201,8 +201,9 @@ export class OrderPlacement {
     try {
       return await this.afterCommit(checked, order, stored, dcv);
     } catch (e) {
-      // The order is stored and its job queued, which finishes what failed here (the claim was given
-      // back): the client gets the order as it is, never an error it would retry into a second order.
+      // The order is stored and its job queued: the job issues it (once the claim is given back or
+      // lapses); approval mails lost here are sent again by POST /ApproverEmail. The client gets the
+      // order as it is, never an error it would retry into a second order.
       this.deps.logger?.warn({ err: e, orderId: stored.order.id }, 'order stored; a step after its commit failed');
       return this.asStored(customerId, stored, method, dcv);
     }

@@ -199,8 +199,9 @@ export class Reissues {
         `Order ${orderId} changed while the reissue was being started: read it again.`,
         { field: 'ServiceOrderID' },
       );
-    // The reissue is started and its job queued, which finishes what fails from here on (the CA not
-    // ready, the database lost): the caller is not told it failed, or it would start it again.
+    // The reissue is started and its job queued, which issues it should signing fail from here on
+    // (the CA not ready, the database lost); approval mails lost here are sent again by POST
+    // /ApproverEmail. The caller is not told it failed, or it would start it again.
     try {
       if (method === 'EMAIL' && !allShown) await this.deps.approvals.sendForNewOrder(order.id);
       if (who.actor === 'system' && !allShown) {

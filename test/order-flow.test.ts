@@ -526,6 +526,39 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       expect(audit).toEqual([{ action: 'dcv.approved', actor: 'approver:hostmaster@certdesk-test.com' }]);
     });
 
+    it('ok/an approval mail not yet sent when its link is replaced is withdrawn: only the new link leaves', async () => {
+      const placed = await order({ DVAuthMethod: 'EMAIL', ApproverEmail: 'admin@certdesk-test.com' });
+      const id = placed.ServiceOrderID as number;
+      // The first mail waits in the outbox (no worker has run) when the approver is changed.
+      const changed = await t.call(c.token, {
+        method: 'PUT',
+        url: `/rest/v1/ApproverEmail/${id}?ApproverEmail=webmaster@certdesk-test.com`,
+      });
+      expect(changed.json()).toMatchObject({ success: true });
+      const mails = async () =>
+        (await t.services.mailRepo.list({ limit: 10, orderId: id })).map((m) => [m.to, m.status]).reverse();
+      expect(await mails()).toEqual([
+        ['admin@certdesk-test.com', 'withdrawn'],
+        ['webmaster@certdesk-test.com', 'outbox'],
+      ]);
+      const mail = await delivered(
+        (m) => m.envelope.to.includes('webmaster@certdesk-test.com') && (m.text ?? '').includes(`Order ${id},`),
+      );
+      expect(linkIn(mail.text ?? '')).toBeDefined();
+      expect(smtp.received.filter((m) => (m.text ?? '').includes(`Order ${id},`))).toHaveLength(1);
+      expect(await mails()).toEqual([
+        ['admin@certdesk-test.com', 'withdrawn'],
+        ['webmaster@certdesk-test.com', 'sent'],
+      ]);
+      // A bad approver changes nothing: no mail withdrawn, none queued.
+      const bad = await t.call(c.token, {
+        method: 'PUT',
+        url: `/rest/v1/ApproverEmail/${id}?ApproverEmail=someone@gmail.com`,
+      });
+      expect(bad.statusCode).toBe(417);
+      expect((await mails()).length).toBe(2);
+    });
+
     it('ok/PUT /ApproverEmail sends a new link and voids the old; POST /ApproverEmail resends; refusals', async () => {
       const placed = await order({ DVAuthMethod: 'EMAIL', ApproverEmail: 'admin@certdesk-test.com' });
       const first = linkIn(

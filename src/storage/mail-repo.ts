@@ -88,6 +88,18 @@ export class MailRepo {
       .execute();
   }
 
+  /** Withdraws the order's mails of `kind` not sent yet (outbox or failed); returns how many. */
+  async withdraw(orderId: number, kind: string): Promise<number> {
+    const result = await this.kysely
+      .updateTable('mail_outbox')
+      .set({ status: 'withdrawn' })
+      .where('order_id', '=', orderId)
+      .where('kind', '=', kind)
+      .where('status', 'in', ['outbox', 'failed'])
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
   /** One mail, or undefined. */
   async byId(id: number): Promise<MailRow | undefined> {
     const row = await this.kysely.selectFrom('mail_outbox').selectAll().where('id', '=', id).executeTakeFirst();

@@ -335,7 +335,11 @@ export interface KvEntriesTable {
 }
 
 /** What became of a recorded mail: sent over SMTP, kept in the outbox only (no SMTP configured), or a failed send. */
-export type MailStatus = 'sent' | 'outbox' | 'failed';
+/**
+ * `outbox` recorded (its delivery queued when SMTP is configured), `sent`, `failed` (the last try
+ * failed), `withdrawn` (never sent: what it carried was replaced, e.g. an approval link voided).
+ */
+export type MailStatus = 'sent' | 'outbox' | 'failed' | 'withdrawn';
 
 /** Row type of `mail_outbox` (migration 0005-mail), as Kysely sees it. */
 export interface WebSessionsTable {

@@ -35,7 +35,7 @@ export class EmailApprovals {
       orders: OrdersRepo;
       orderNames: Pick<OrderNamesRepo, 'names' | 'setApproval' | 'namesByApprovalToken' | 'approve'>;
       audit: Pick<AuditRepo, 'append'>;
-      mailer: Pick<Mailer, 'send'>;
+      mailer: Pick<Mailer, 'send' | 'withdraw'>;
       flow: Pick<OrderFlow, 'advance'>;
       resolver: DcvResolver;
       clock: Clock;
@@ -142,6 +142,8 @@ export class EmailApprovals {
       }
     }
     await this.audit(actor, order, 'dcv.approver-changed', { approver: email });
+    // Every pending name gets a new link: the mails with the old ones that have not left never will.
+    await this.deps.mailer.withdraw(order.id, 'dcv.approval');
     await this.mailLink(order, email, names);
   }
 
@@ -156,6 +158,7 @@ export class EmailApprovals {
         field: 'ServiceOrderID',
       });
     await this.audit(actor, order, 'dcv.mail-resent', {});
+    await this.deps.mailer.withdraw(order.id, 'dcv.approval');
     const byApprover = new Map<string, string[]>();
     for (const n of pending) byApprover.set(n.approverEmail!, [...(byApprover.get(n.approverEmail!) ?? []), n.name]);
     for (const [approver, names] of byApprover) await this.mailLink(order, approver, names);

@@ -170,6 +170,7 @@ describe('Mailer', () => {
       byId: () => Promise.resolve(stored),
       markSent: () => Promise.reject(new Error('db down')),
       markFailed: () => Promise.resolve(),
+      withdraw: () => Promise.resolve(0),
     };
     const mailer = new Mailer({
       repo: broken,
@@ -308,6 +309,29 @@ describe('Mailer', () => {
     await repo.markSent(id, clock.nowSeconds());
     await repo.markFailed(id, 'late failure of a delivery that lost its lease');
     expect(await repo.byId(id)).toMatchObject({ status: 'sent', error: null });
+  });
+
+  it('ok/withdrawing an order’s unsent mails of a kind: their deliveries send nothing, resend refuses them, sent and other mails stay', async () => {
+    const sent: string[] = [];
+    const mailer = mailerWith({ send: async (m) => void sent.push(m.subject) });
+    const old = await mailer.send({ ...approval, orderId: 43, subject: 'old link' });
+    const delivered = await mailer.send({ ...approval, orderId: 43, subject: 'delivered link' });
+    await mailer.deliver({ mailId: delivered });
+    const notice = await mailer.send({ ...approval, orderId: 43, kind: 'order.issued', subject: 'notice' });
+    const otherOrder = await mailer.send({ ...approval, orderId: 44, subject: 'other order' });
+
+    expect(await mailer.withdraw(43, 'dcv.approval')).toBe(1);
+    expect((await repo.byId(old))?.status).toBe('withdrawn');
+    expect((await repo.byId(delivered))?.status).toBe('sent');
+    expect((await repo.byId(notice))?.status).toBe('outbox');
+    expect((await repo.byId(otherOrder))?.status).toBe('outbox');
+    await mailer.deliver({ mailId: old });
+    expect(sent).toEqual(['delivered link']);
+    await expect(mailer.resend(old)).rejects.toMatchObject({
+      kind: 'conflict',
+      message: expect.stringMatching(/withdrawn/),
+    });
+    expect(await mailer.withdraw(43, 'dcv.approval')).toBe(0);
   });
 
   it('fail/refuses a URL that is not smtp:// or smtps://', () => {

@@ -61,7 +61,7 @@ export function mailFrom(urls: Pick<ServiceUrls, 'mailHost'>): string {
 }
 
 export interface MailerDeps {
-  readonly repo: Pick<MailRepo, 'insert' | 'byId' | 'markSent' | 'markFailed'>;
+  readonly repo: Pick<MailRepo, 'insert' | 'byId' | 'markSent' | 'markFailed' | 'withdraw'>;
   /** Records a mail and queues its delivery in one transaction. */
   readonly transact: <T>(
     fn: (repos: { mail: Pick<MailRepo, 'insert'>; jobs: Pick<JobsRepo, 'enqueueInTransaction'> }) => Promise<T>,
@@ -117,7 +117,7 @@ export class Mailer {
   async deliver(payload: { mailId: number }): Promise<void> {
     const { repo, transport, clock } = this.deps;
     const mail = await repo.byId(payload.mailId);
-    if (mail === undefined || mail.status === 'sent') return;
+    if (mail === undefined || mail.status === 'sent' || mail.status === 'withdrawn') return;
     // Thrown, not finished: a worker started without SMTP must not use up the mail's job.
     if (transport === null)
       throw new Error(`mail ${mail.id} not sent: this process has no SMTP server (CERTDESK_SMTP_URL)`);
@@ -155,6 +155,11 @@ export class Mailer {
       );
     const mail = await this.deps.repo.byId(id);
     if (mail === undefined) throw new CertdeskError('notFound', `No mail ${id} in the outbox.`);
+    if (mail.status === 'withdrawn')
+      throw new CertdeskError(
+        'conflict',
+        `Mail ${id} was withdrawn: what it carried was replaced (a newer mail has it).`,
+      );
     if (mail.status === 'sent')
       throw new CertdeskError(
         'conflict',
@@ -166,6 +171,15 @@ export class Mailer {
       now,
     );
     return queued.created ? 'queued' : 'queued already';
+  }
+
+  /**
+   * Withdraws an order's mails of `kind` that have not left yet: what they carry was replaced (an
+   * approval link voided by a new one). Their queued deliveries then send nothing. A delivery
+   * already talking to the SMTP server still completes.
+   */
+  async withdraw(orderId: number, kind: string): Promise<number> {
+    return this.deps.repo.withdraw(orderId, kind);
   }
 
   /** Bookkeeping after the SMTP exchange: a database error here must not make the job send twice. */

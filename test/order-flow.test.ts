@@ -559,6 +559,27 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       expect((await mails()).length).toBe(2);
     });
 
+    it('ok/cancelling an order withdraws its approval mails that have not left; the cancellation notice goes', async () => {
+      const placed = await order({ DVAuthMethod: 'EMAIL', ApproverEmail: 'admin@certdesk-test.com' });
+      const id = placed.ServiceOrderID as number;
+      const cancelled = await t.call(c.token, { method: 'DELETE', url: `/rest/v1/Order/${id}` });
+      expect(cancelled.statusCode, cancelled.body).toBe(200);
+      const mails = async () =>
+        (await t.services.mailRepo.list({ limit: 10, orderId: id })).map((m) => [m.kind, m.status]).reverse();
+      expect(await mails()).toEqual([
+        ['dcv.approval', 'withdrawn'],
+        ['order.cancelled', 'outbox'],
+      ]);
+      await delivered(
+        (m) => (m.subject ?? '').startsWith(`Order ${id} (`) && (m.subject ?? '').endsWith('was cancelled'),
+      );
+      expect(smtp.received.filter((m) => (m.text ?? '').includes(`Order ${id},`))).toEqual([]);
+      expect(await mails()).toEqual([
+        ['dcv.approval', 'withdrawn'],
+        ['order.cancelled', 'sent'],
+      ]);
+    });
+
     it('ok/PUT /ApproverEmail sends a new link and voids the old; POST /ApproverEmail resends; refusals', async () => {
       const placed = await order({ DVAuthMethod: 'EMAIL', ApproverEmail: 'admin@certdesk-test.com' });
       const first = linkIn(

@@ -41,7 +41,7 @@ export function contactAddresses(order: Pick<Order, 'contacts'>): string[] {
 export class Notifier {
   constructor(
     private readonly deps: {
-      mailer: Pick<Mailer, 'send'>;
+      mailer: Pick<Mailer, 'send' | 'withdraw'>;
       mail: Pick<MailRepo, 'list'>;
       orders: Pick<OrdersRepo, 'byId'>;
       orderQueries: Pick<OrderQueriesRepo, 'remindable'>;
@@ -54,6 +54,8 @@ export class Notifier {
   ) {}
 
   async orderEvent(order: Order, event: OrderEvent, detail = ''): Promise<void> {
+    // A cancelled order's approval requests that have not left are not sent (their links lead nowhere).
+    if (event === 'cancelled') await this.deps.mailer.withdraw(order.id, 'dcv.approval');
     for (const to of contactAddresses(order)) {
       await this.deps.mailer.send({
         to,

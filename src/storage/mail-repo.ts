@@ -4,6 +4,9 @@ import type { MailOutboxTable, MailStatus } from './schema.js';
 
 export type { MailStatus } from './schema.js';
 
+/** The statuses of a mail that is still to be sent. */
+const UNSENT: MailStatus[] = ['outbox', 'failed'];
+
 /** One recorded mail. */
 export interface MailRow {
   readonly id: number;
@@ -77,14 +80,15 @@ export class MailRepo {
       .execute();
   }
 
-  /** Marks a mail's send as failed, with why (a sent mail stays sent). */
+  /** Marks a mail's send as failed, with why (a sent or withdrawn mail stays so). */
   async markFailed(id: number, error: string): Promise<void> {
-    // Never over a sent mail: a delivery that lost its lease may fail after another one sent it.
+    // Only a mail still to send: a delivery that lost its lease may fail after another one sent it,
+    // and one in flight may fail after the mail was withdrawn (failed would make its retry send it).
     await this.kysely
       .updateTable('mail_outbox')
       .set({ status: 'failed', error })
       .where('id', '=', id)
-      .where('status', '<>', 'sent')
+      .where('status', 'in', UNSENT)
       .execute();
   }
 
@@ -95,7 +99,7 @@ export class MailRepo {
       .set({ status: 'withdrawn' })
       .where('order_id', '=', orderId)
       .where('kind', '=', kind)
-      .where('status', 'in', ['outbox', 'failed'])
+      .where('status', 'in', UNSENT)
       .executeTakeFirst();
     return Number(result.numUpdatedRows);
   }

@@ -334,6 +334,28 @@ describe('Mailer', () => {
     expect(await mailer.withdraw(43, 'dcv.approval')).toBe(0);
   });
 
+  it('fail/a delivery in flight that fails after its mail was withdrawn leaves it withdrawn (its retry sends nothing)', async () => {
+    let release!: () => void;
+    const talking = new Promise<void>((resolve) => (release = resolve));
+    const sent: string[] = [];
+    let attempt = 0;
+    const mailer = mailerWith({
+      send: async (m) => {
+        if (++attempt > 1) return void sent.push(m.to);
+        await talking;
+        throw smtpAnswer('451 try again', 451);
+      },
+    });
+    const id = await mailer.send({ ...approval, orderId: 45 });
+    const first = mailer.deliver({ mailId: id });
+    expect(await mailer.withdraw(45, 'dcv.approval')).toBe(1);
+    release();
+    await expect(first).rejects.toThrow(`mail ${id} not sent`);
+    expect((await repo.byId(id))?.status).toBe('withdrawn');
+    await mailer.deliver({ mailId: id });
+    expect(sent).toEqual([]);
+  });
+
   it('fail/refuses a URL that is not smtp:// or smtps://', () => {
     expect(() => smtpTransport('http://127.0.0.1:25', from)).toThrow(/scheme/);
     expect(() => smtpTransport('not a url', from)).toThrow(/SMTP URL/);

@@ -334,7 +334,6 @@ export interface KvEntriesTable {
   updated_at: number;
 }
 
-/** What became of a recorded mail: sent over SMTP, kept in the outbox only (no SMTP configured), or a failed send. */
 /**
  * `outbox` recorded (its delivery queued when SMTP is configured), `sent`, `failed` (the last try
  * failed), `withdrawn` (never sent: what it carried was replaced, e.g. an approval link voided).

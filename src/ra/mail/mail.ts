@@ -100,10 +100,7 @@ export class Mailer {
     if (this.deps.transport === null) return this.deps.repo.insert(row);
     return this.deps.transact(async (tx) => {
       const id = await tx.mail.insert(row);
-      await tx.jobs.enqueueInTransaction(
-        { name: 'mail.deliver', payload: { mailId: id }, uniqueKey: `mail:${id}`, runAt: now },
-        now,
-      );
+      await tx.jobs.enqueueInTransaction(deliveryJob(id, now), now);
       return id;
     });
   }
@@ -166,10 +163,7 @@ export class Mailer {
         `Mail ${id} was sent at ${formatTimestamp(mail.sentAt) ?? '?'}: not sending it twice.`,
       );
     const now = this.deps.clock.nowSeconds();
-    const queued = await this.deps.jobs.enqueue(
-      { name: 'mail.deliver', payload: { mailId: id }, uniqueKey: `mail:${id}`, runAt: now },
-      now,
-    );
+    const queued = await this.deps.jobs.enqueue(deliveryJob(id, now), now);
     return queued.created ? 'queued' : 'queued already';
   }
 
@@ -190,6 +184,11 @@ export class Mailer {
       this.deps.logger?.warn({ mailId: id, code: errorCode(err) }, 'mail status not recorded');
     }
   }
+}
+
+/** The job that delivers mail `id`, due at `now`; one per mail (its unique key). */
+function deliveryJob(id: number, now: number) {
+  return { name: 'mail.deliver' as const, payload: { mailId: id }, uniqueKey: `mail:${id}`, runAt: now };
 }
 
 function domainOf(address: string): string {

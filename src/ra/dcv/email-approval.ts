@@ -4,6 +4,7 @@ import {
   type Clock,
   type Order,
   type OrderId,
+  type OrderName,
   type Principal,
   type ServiceUrls,
 } from '../../core/index.js';
@@ -51,10 +52,15 @@ export class EmailApprovals {
     const pending = (await this.deps.orderNames.names([orderId])).filter(
       (n) => n.status === 'PENDING' && n.method === 'EMAIL',
     );
-    const byApprover = new Map<string, string[]>();
-    for (const n of pending)
-      if (n.approverEmail !== null)
-        byApprover.set(n.approverEmail, [...(byApprover.get(n.approverEmail) ?? []), n.name]);
+    await this.mailLinks(order, byApprover(pending));
+  }
+
+  /**
+   * New approval links for the order's pending names, one mail per approver. The order's approval
+   * mails that have not left yet carry links this replaces: they are withdrawn, never sent.
+   */
+  private async mailLinks(order: Order, byApprover: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    await this.deps.mailer.withdraw(order.id, 'dcv.approval');
     for (const [approver, names] of byApprover) await this.mailLink(order, approver, names);
   }
 
@@ -142,9 +148,7 @@ export class EmailApprovals {
       }
     }
     await this.audit(actor, order, 'dcv.approver-changed', { approver: email });
-    // Every pending name gets a new link: the mails with the old ones that have not left never will.
-    await this.deps.mailer.withdraw(order.id, 'dcv.approval');
-    await this.mailLink(order, email, names);
+    await this.mailLinks(order, new Map([[email, names]]));
   }
 
   /** POST /ApproverEmail/{id}: the approval mail again, with a fresh link (the old one stops working). */
@@ -158,10 +162,7 @@ export class EmailApprovals {
         field: 'ServiceOrderID',
       });
     await this.audit(actor, order, 'dcv.mail-resent', {});
-    await this.deps.mailer.withdraw(order.id, 'dcv.approval');
-    const byApprover = new Map<string, string[]>();
-    for (const n of pending) byApprover.set(n.approverEmail!, [...(byApprover.get(n.approverEmail!) ?? []), n.name]);
-    for (const [approver, names] of byApprover) await this.mailLink(order, approver, names);
+    await this.mailLinks(order, byApprover(pending));
   }
 
   private async pendingEmailOrder(principal: Principal, orderId: number): Promise<Order> {
@@ -198,4 +199,12 @@ export class EmailApprovals {
       details,
     });
   }
+}
+
+/** Names by the approver who is to approve them (names without one are left out). */
+function byApprover(names: readonly OrderName[]): Map<string, string[]> {
+  const by = new Map<string, string[]>();
+  for (const n of names)
+    if (n.approverEmail !== null) by.set(n.approverEmail, [...(by.get(n.approverEmail) ?? []), n.name]);
+  return by;
 }

@@ -5,6 +5,7 @@ import {
   type Clock,
   type JobId,
   type Order,
+  type OrderDcvMethod,
   type OrderId,
   type OrderParameters,
 } from '../../core/index.js';
@@ -16,7 +17,7 @@ import {
   type OrderQueriesRepo,
 } from '../../storage/index.js';
 import type { CatalogService } from '../catalog/catalog.js';
-import { dcvExpectations } from '../dcv/dcv-details.js';
+import { dcvExpectations, type DcvExpectations } from '../dcv/dcv-details.js';
 import type { EmailApprovals } from '../dcv/email-approval.js';
 import type { Mailer } from '../mail/mail.js';
 import { contactAddresses } from '../mail/notify.js';
@@ -204,29 +205,38 @@ export class Reissues {
     // /ApproverEmail. The caller is not told it failed, or it would start it again.
     try {
       if (method === 'EMAIL' && !allShown) await this.deps.approvals.sendForNewOrder(order.id);
-      if (who.actor === 'system' && !allShown) {
-        // A renewal the customer must act on: the DCV proof has to be shown again.
-        const to = contactAddresses(order);
-        const how =
-          method === 'DNS'
-            ? `Publish the DNS record: ${dcv.dns.Example}`
-            : method === 'FILE'
-              ? `Publish ${dcv.file.FilePath}${dcv.file.FileName} containing:\n${dcv.file.FileContents}`
-              : 'The approver has been sent a new approval mail.';
-        for (const address of to) {
-          await this.deps.mailer.send({
-            to: address,
-            kind: 'subscription.action-needed',
-            customerId: order.customerId,
-            orderId: order.id,
-            subject: `Action needed: renew the certificate of order ${order.id} (${names[0]!})`,
-            text: `The certificate of order ${order.id} expires soon and its subscription continues. Control of ${pending(newNames)} must be shown again.\n\n${how}\n`,
-          });
-        }
-      }
+      // A renewal the customer must act on: the DCV proof has to be shown again.
+      if (who.actor === 'system' && !allShown) await this.askForProof(order, method, dcv, names, newNames);
       if (allShown) await this.deps.flow.advance((await this.deps.orders.byId(order.id))!);
     } catch (e) {
       this.deps.logger?.warn({ err: e, orderId: order.id }, 'reissue started; a step after its commit failed');
+    }
+  }
+
+  /** The mail of a renewal whose names must be shown again: to the order's contacts, with what to publish. */
+  private async askForProof(
+    order: Order,
+    method: OrderDcvMethod,
+    dcv: Pick<DcvExpectations, 'dns' | 'file'>,
+    names: readonly string[],
+    newNames: readonly NewOrderName[],
+  ): Promise<void> {
+    const to = contactAddresses(order);
+    const how =
+      method === 'DNS'
+        ? `Publish the DNS record: ${dcv.dns.Example}`
+        : method === 'FILE'
+          ? `Publish ${dcv.file.FilePath}${dcv.file.FileName} containing:\n${dcv.file.FileContents}`
+          : 'The approver has been sent a new approval mail.';
+    for (const address of to) {
+      await this.deps.mailer.send({
+        to: address,
+        kind: 'subscription.action-needed',
+        customerId: order.customerId,
+        orderId: order.id,
+        subject: `Action needed: renew the certificate of order ${order.id} (${names[0]!})`,
+        text: `The certificate of order ${order.id} expires soon and its subscription continues. Control of ${pending(newNames)} must be shown again.\n\n${how}\n`,
+      });
     }
   }
 }

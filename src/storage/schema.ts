@@ -1,5 +1,23 @@
 import type { Generated } from 'kysely';
 import type { VoucherStatus } from '../core/index.js';
+import type {
+  CaCertificatesTable,
+  CaCrlsTable,
+  CaKeysTable,
+  CertificatesTable,
+  OcspResponsesTable,
+} from './schema-ca.js';
+import type {
+  OauthCodesTable,
+  OperatorSessionsTable,
+  OperatorsTable,
+  RecoveryCodesTable,
+  SignInFailuresTable,
+  WebSessionsTable,
+} from './schema-sign-in.js';
+
+export type * from './schema-ca.js';
+export type * from './schema-sign-in.js';
 
 // Row types of every table, as Kysely sees them. Times are whole UTC seconds, money integer
 // minor units, booleans 0/1, lists and nested request data JSON text. Migrations create these.
@@ -182,73 +200,6 @@ export interface DcvValuesTable {
   expires_at: number;
 }
 
-export interface CertificatesTable {
-  id: Generated<number>;
-  order_id: number | null;
-  customer_id: number | null;
-  issuer_id: string;
-  serial: string;
-  pem: string;
-  chain_pem: string;
-  pkcs7_pem: string;
-  not_before: number;
-  not_after: number;
-  revoked_at: number | null;
-  revocation_reason: number | null;
-  created_at: number;
-  /** The CA key that signed it (ca_keys.id); null for rows from before the built-in CA. */
-  key_id: string | null;
-  /**
-   * ca_certificates ids of the chain delivered, leaf side first, root last, comma-separated. With
-   * it, `chain_pem` and `pkcs7_pem` are left empty and rebuilt from the CA certificates on read.
-   */
-  chain_ids: string | null;
-  profile: string | null;
-  /** When its issuance round delivered it to its order (0009); null for one never delivered. */
-  delivered_at: number | null;
-}
-
-export interface CaKeysTable {
-  id: string;
-  key_type: string;
-  bits: number;
-  spki: string;
-  sealed: string;
-  created_at: number;
-}
-
-export interface CaCertificatesTable {
-  id: string;
-  brand: string;
-  role: string;
-  generation: number;
-  key_id: string;
-  parent_id: string | null;
-  der: string;
-  serial: string;
-  not_before: number;
-  not_after: number;
-  distrust_phase1: number | null;
-  distrust_phase2: number | null;
-  created_at: number;
-}
-
-export interface CaCrlsTable {
-  key_id: string;
-  number: number;
-  this_update: number;
-  next_update: number;
-  der: string;
-}
-
-export interface OcspResponsesTable {
-  key_id: string;
-  serial: string;
-  hash_alg: string;
-  der: string;
-  next_update: number;
-}
-
 export interface LedgerTable {
   id: Generated<number>;
   customer_id: number;
@@ -341,55 +292,6 @@ export interface KvEntriesTable {
 export type MailStatus = 'sent' | 'outbox' | 'failed' | 'withdrawn';
 
 /** Row type of `mail_outbox` (migration 0005-mail), as Kysely sees it. */
-export interface WebSessionsTable {
-  id: Generated<number>;
-  /** SHA-256 (hex) of the session cookie. */
-  token_hash: string;
-  user_id: number;
-  customer_id: number;
-  /** The CSRF token the session's forms carry. */
-  csrf: string;
-  created_at: number;
-  expires_at: number;
-  revoked_at: number | null;
-  /** 1 while the session is past the password but not yet past the second factor. */
-  second_factor_pending: Generated<number>;
-}
-
-export interface SignInFailuresTable {
-  /** `u:<username>` or `a:<client address>`. */
-  key: string;
-  failures: number;
-  blocked_until: number;
-  updated_at: number;
-}
-
-export interface RecoveryCodesTable {
-  id: Generated<number>;
-  user_id: number;
-  /** SHA-256 (hex) of the recovery code. */
-  code_hash: string;
-  created_at: number;
-  used_at: number | null;
-}
-
-export interface OauthCodesTable {
-  id: Generated<number>;
-  /** SHA-256 (hex) of the authorization code. */
-  code_hash: string;
-  application_id: number;
-  user_id: number;
-  customer_id: number;
-  redirect_uri: string;
-  /** Space-separated scopes granted. */
-  scopes: string;
-  /** PKCE S256 challenge (RFC 7636), or null for a code issued without one. */
-  code_challenge: string | null;
-  created_at: number;
-  expires_at: number;
-  used_at: number | null;
-}
-
 export interface MailOutboxTable {
   id: Generated<number>;
   customer_id: number | null;
@@ -463,33 +365,4 @@ export interface ScanReportsTable {
   critical: string;
   /** The whole report (JSON of the RA's ScanReport). */
   report: string;
-}
-
-export interface OperatorsTable {
-  id: Generated<number>;
-  username: string;
-  /** argon2id of the password. */
-  password_hash: string;
-  /** The TOTP seed, sealed (AES-256-GCM) for this operator; a second factor is mandatory. */
-  totp_secret: string;
-  /** The last TOTP time step accepted: a code is good once. */
-  totp_last_step: number | null;
-  created_at: number;
-  disabled_at: number | null;
-}
-
-export interface OperatorSessionsTable {
-  id: Generated<number>;
-  /** SHA-256 (hex) of the session cookie. */
-  token_hash: string;
-  operator_id: number;
-  /** The CSRF token the session's forms carry. */
-  csrf: string;
-  created_at: number;
-  /** The last request: a session idle for too long ends. */
-  last_seen_at: number;
-  expires_at: number;
-  revoked_at: number | null;
-  /** 1 while the session is past the password but not yet past the TOTP code. */
-  second_factor_pending: Generated<number>;
 }

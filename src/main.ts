@@ -232,6 +232,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ...repos,
     audit,
     mailer,
+    transact,
     flow: orderFlow,
     resolver,
     clock,

@@ -12,6 +12,7 @@ import { Reconciliation } from '../src/ra/issuance/reconciliation.js';
 import {
   AuditRepo,
   JobsRepo,
+  MailRepo,
   OrderCertificatesRepo,
   OrderNamesRepo,
   OrdersRepo,
@@ -48,6 +49,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
       orderNames: new OrderNamesRepo(d),
       audit: new AuditRepo(d),
       jobs: new JobsRepo(d),
+      mail: new MailRepo(d),
     });
     return new OrderFlow({
       ...repos(db),

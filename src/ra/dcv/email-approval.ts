@@ -10,10 +10,15 @@ import {
 } from '../../core/index.js';
 import type { AuditRepo, OrderNamesRepo, OrdersRepo } from '../../storage/index.js';
 import { DnsLookupError, constructedApprovers, discoverApprovers, type DcvResolver } from '../../validation/index.js';
-import type { Mailer } from '../mail/mail.js';
+import type { MailWrites, Mailer } from '../mail/mail.js';
 import type { OrderFlow } from '../issuance/order-flow.js';
 import { actorName, type Actor } from '../accounts/actor.js';
 import { hashSecret, newSecret } from '../accounts/secrets.js';
+
+/** What new approval links read and write, in one transaction. */
+export interface LinkWrites extends MailWrites {
+  readonly orderNames: Pick<OrderNamesRepo, 'names' | 'setApproval'>;
+}
 
 /** What the confirmation page shows (GET never changes anything: mail scanners follow links). */
 export interface ApprovalView {
@@ -36,7 +41,9 @@ export class EmailApprovals {
       orders: OrdersRepo;
       orderNames: Pick<OrderNamesRepo, 'names' | 'setApproval' | 'namesByApprovalToken' | 'approve'>;
       audit: Pick<AuditRepo, 'append'>;
-      mailer: Pick<Mailer, 'send' | 'withdraw'>;
+      mailer: Pick<Mailer, 'sendIn'>;
+      /** New links, the withdrawal of the old ones' mails and the new mails commit together. */
+      transact: <T>(fn: (tx: LinkWrites) => Promise<T>) => Promise<T>;
       flow: Pick<OrderFlow, 'advance'>;
       resolver: DcvResolver;
       clock: Clock;
@@ -45,30 +52,40 @@ export class EmailApprovals {
     },
   ) {}
 
-  /** Sends the approval mails of a newly placed EMAIL order: one per approver. */
-  async sendForNewOrder(orderId: OrderId): Promise<void> {
-    const order = await this.deps.orders.byId(orderId);
-    if (order === undefined) return;
-    const pending = (await this.deps.orderNames.names([orderId])).filter(
+  /**
+   * The approval mails of an EMAIL order just placed or reissued, one per approver, in the
+   * transaction that stored it: the order never commits without its links mailed.
+   */
+  async mailPendingIn(tx: LinkWrites, order: Order): Promise<void> {
+    const pending = (await tx.orderNames.names([order.id])).filter(
       (n) => n.status === 'PENDING' && n.method === 'EMAIL',
     );
-    await this.mailLinks(order, byApprover(pending));
+    await this.linksIn(tx, order, byApprover(pending));
   }
 
   /**
-   * New approval links for the order's pending names, one mail per approver. The order's approval
-   * mails that have not left yet carry links this replaces: they are withdrawn, never sent.
+   * New approval links for the order's pending names, one mail per approver, in one transaction:
+   * the order's approval mails that have not left yet carry links this replaces, so they are
+   * withdrawn, never sent; a failure changes nothing (the old links and their mails stay).
    */
   private async mailLinks(order: Order, byApprover: ReadonlyMap<string, readonly string[]>): Promise<void> {
-    await this.deps.mailer.withdraw(order.id, 'dcv.approval');
-    for (const [approver, names] of byApprover) await this.mailLink(order, approver, names);
+    await this.deps.transact((tx) => this.linksIn(tx, order, byApprover));
   }
 
-  private async mailLink(order: Order, approver: string, names: readonly string[]): Promise<void> {
+  private async linksIn(
+    tx: LinkWrites,
+    order: Order,
+    byApprover: ReadonlyMap<string, readonly string[]>,
+  ): Promise<void> {
+    await tx.mail.withdraw(order.id, 'dcv.approval');
+    for (const [approver, names] of byApprover) await this.mailLink(tx, order, approver, names);
+  }
+
+  private async mailLink(tx: LinkWrites, order: Order, approver: string, names: readonly string[]): Promise<void> {
     const token = newSecret('cda_');
-    await this.deps.orderNames.setApproval(order.id, names, approver, hashSecret(token));
+    await tx.orderNames.setApproval(order.id, names, approver, hashSecret(token));
     const link = this.deps.urls.approval(token);
-    await this.deps.mailer.send({
+    await this.deps.mailer.sendIn(tx, {
       to: approver,
       kind: 'dcv.approval',
       customerId: order.customerId,

@@ -4,7 +4,14 @@
 import { randomBytes } from 'node:crypto';
 import { holderIsGone, type Clock, type FailedMinorStatus, type MinorStatus, type Order } from '../../core/index.js';
 import { checkCsr, IssuanceClaimLost, type CheckedCsr, type IssuedCertificate, type Issuer } from '../../ca/index.js';
-import type { AuditRepo, JobsRepo, OrderCertificatesRepo, OrderNamesRepo, OrdersRepo } from '../../storage/index.js';
+import type {
+  AuditRepo,
+  JobsRepo,
+  MailRepo,
+  OrderCertificatesRepo,
+  OrderNamesRepo,
+  OrdersRepo,
+} from '../../storage/index.js';
 import type { CatalogService } from '../catalog/catalog.js';
 import type { Notifier } from '../mail/notify.js';
 import { termEnd, vettedSubject } from './certificate-terms.js';
@@ -33,17 +40,19 @@ export interface FlowRepos {
   readonly orders: OrdersRepo;
   readonly orderCertificates: Pick<OrderCertificatesRepo, 'adoptableCertificate' | 'markDelivered' | 'isDelivered'>;
   readonly audit: Pick<AuditRepo, 'append'>;
-  readonly jobs: Pick<JobsRepo, 'rescheduleInTransaction'>;
+  readonly jobs: Pick<JobsRepo, 'rescheduleInTransaction' | 'enqueueInTransaction'>;
+  /** The issued / reissued notice, written with the completion. */
+  readonly mail: Pick<MailRepo, 'insert' | 'withdraw'>;
 }
 
-export interface RoundsDeps extends Omit<FlowRepos, 'audit' | 'jobs'> {
+export interface RoundsDeps extends Omit<FlowRepos, 'audit' | 'jobs' | 'mail'> {
   readonly orderNames: Pick<OrderNamesRepo, 'names'>;
   readonly catalog: CatalogService;
   readonly clock: Clock;
   readonly ca: Pick<Issuer, 'issue' | 'revoke'>;
   /** Seconds after each issuance until the configuration scan behind ConfigurationAssessment (default 4 days). */
   readonly configurationScanDelay?: number;
-  /** Mail to the order's contacts when a certificate is issued or reissued. */
+  /** Mail to the order's contacts when a certificate is issued or reissued, in the completion's transaction. */
   readonly notify?: Pick<Notifier, 'orderEvent'>;
   readonly transact: <T>(fn: (repos: FlowRepos) => Promise<T>) => Promise<T>;
 }
@@ -235,14 +244,16 @@ export class IssuanceRounds {
         subject: String(order.id),
         details: { serial },
       });
+      // The notice commits with the completion: never lost to a crash, never sent for a rollback.
+      await this.deps.notify?.orderEvent(
+        done,
+        major === 'PENDING' ? 'issued' : 'reissued',
+        `Serial ${serial}, valid until ${new Date(notAfter * 1000).toISOString()}.`,
+        tx,
+      );
       return done;
     });
     if (completed !== undefined) {
-      await this.deps.notify?.orderEvent(
-        completed,
-        major === 'PENDING' ? 'issued' : 'reissued',
-        `Serial ${serial}, valid until ${new Date(notAfter * 1000).toISOString()}.`,
-      );
       return cert.issued === undefined ? { order: completed } : { order: completed, certificate: cert.issued };
     }
     // The round ended under us: cancelled, or replaced by a new reissue round. Its certificate must not

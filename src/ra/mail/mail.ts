@@ -60,12 +60,19 @@ export function mailFrom(urls: Pick<ServiceUrls, 'mailHost'>): string {
   return `certdesk <noreply@${urls.mailHost()}>`;
 }
 
+/**
+ * What recording mail writes, in a transaction: the outbox row and its delivery job. A state
+ * change passes its own transaction's repositories (`sendIn`), so its notice commits with it.
+ */
+export interface MailWrites {
+  readonly mail: Pick<MailRepo, 'insert' | 'withdraw'>;
+  readonly jobs: Pick<JobsRepo, 'enqueueInTransaction'>;
+}
+
 export interface MailerDeps {
-  readonly repo: Pick<MailRepo, 'insert' | 'byId' | 'markSent' | 'markFailed' | 'withdraw'>;
-  /** Records a mail and queues its delivery in one transaction. */
-  readonly transact: <T>(
-    fn: (repos: { mail: Pick<MailRepo, 'insert'>; jobs: Pick<JobsRepo, 'enqueueInTransaction'> }) => Promise<T>,
-  ) => Promise<T>;
+  readonly repo: Pick<MailRepo, 'byId' | 'markSent' | 'markFailed'>;
+  /** A transaction of its own, for mail that is not part of a state change (`send`). */
+  readonly transact: <T>(fn: (repos: MailWrites) => Promise<T>) => Promise<T>;
   /** The job queue outside a transaction (`resend`). */
   readonly jobs: Pick<JobsRepo, 'enqueue'>;
   /** null when no SMTP server is configured: mail stays in the outbox. */
@@ -81,28 +88,33 @@ export class Mailer {
   constructor(private readonly deps: MailerDeps) {}
 
   /**
-   * Records the mail in the outbox and, when SMTP is configured, queues its delivery with it (one
-   * transaction: a recorded mail always has its delivery job). Returns the outbox id. Nothing here
-   * talks SMTP; only the database can make it throw.
+   * Records the mail in the outbox and, when SMTP is configured, queues its delivery with it, in
+   * a transaction of its own. Returns the outbox id. Nothing here talks SMTP; only the database can
+   * make it throw.
    */
   async send(mail: OutgoingMail): Promise<number> {
+    return this.deps.transact((tx) => this.sendIn(tx, mail));
+  }
+
+  /**
+   * `send` in the caller's transaction: the mail and its delivery job commit (or roll back) with
+   * what the caller changed, so a notice is never lost to a crash after the change, nor sent for a
+   * change that did not commit (a true outbox).
+   */
+  async sendIn(tx: MailWrites, mail: OutgoingMail): Promise<number> {
     const now = this.deps.clock.nowSeconds();
-    const row = {
+    const id = await tx.mail.insert({
       to: mail.to,
       subject: mail.subject,
       text: mail.text,
       kind: mail.kind,
       customerId: mail.customerId ?? null,
       orderId: mail.orderId ?? null,
-      status: 'outbox' as const,
+      status: 'outbox',
       createdAt: now,
-    };
-    if (this.deps.transport === null) return this.deps.repo.insert(row);
-    return this.deps.transact(async (tx) => {
-      const id = await tx.mail.insert(row);
-      await tx.jobs.enqueueInTransaction(deliveryJob(id, now), now);
-      return id;
     });
+    if (this.deps.transport !== null) await tx.jobs.enqueueInTransaction(deliveryJob(id, now), now);
+    return id;
   }
 
   /**
@@ -165,15 +177,6 @@ export class Mailer {
     const now = this.deps.clock.nowSeconds();
     const queued = await this.deps.jobs.enqueue(deliveryJob(id, now), now);
     return queued.created ? 'queued' : 'queued already';
-  }
-
-  /**
-   * Withdraws an order's mails of `kind` that have not left yet: what they carry was replaced (an
-   * approval link voided by a new one). Their queued deliveries then send nothing. A delivery
-   * already talking to the SMTP server still completes.
-   */
-  async withdraw(orderId: number, kind: string): Promise<number> {
-    return this.deps.repo.withdraw(orderId, kind);
   }
 
   /** Bookkeeping after the SMTP exchange: a database error here must not make the job send twice. */

@@ -7,7 +7,7 @@ import {
   type OrderQueriesRepo,
   type OrdersRepo,
 } from '../../storage/index.js';
-import type { Mailer } from './mail.js';
+import type { Mailer, MailWrites } from './mail.js';
 
 const DAY = 86_400;
 /** Expiry reminders: days before the last EndDate of an order that is not renewed automatically. */
@@ -41,7 +41,7 @@ export function contactAddresses(order: Pick<Order, 'contacts'>): string[] {
 export class Notifier {
   constructor(
     private readonly deps: {
-      mailer: Pick<Mailer, 'send' | 'withdraw'>;
+      mailer: Pick<Mailer, 'send' | 'sendIn'>;
       mail: Pick<MailRepo, 'list'>;
       orders: Pick<OrdersRepo, 'byId'>;
       orderQueries: Pick<OrderQueriesRepo, 'remindable'>;
@@ -53,11 +53,15 @@ export class Notifier {
     },
   ) {}
 
-  async orderEvent(order: Order, event: OrderEvent, detail = ''): Promise<void> {
+  /**
+   * Mails `event` to the order's contacts, in `tx`: the transaction of the state change it reports,
+   * so the notices commit with it or not at all (a true outbox: docs/operations.md, Mail).
+   */
+  async orderEvent(order: Order, event: OrderEvent, detail: string, tx: MailWrites): Promise<void> {
     // A cancelled order's approval requests that have not left are not sent (their links lead nowhere).
-    if (event === 'cancelled') await this.deps.mailer.withdraw(order.id, 'dcv.approval');
+    if (event === 'cancelled') await tx.mail.withdraw(order.id, 'dcv.approval');
     for (const to of contactAddresses(order)) {
-      await this.deps.mailer.send({
+      await this.deps.mailer.sendIn(tx, {
         to,
         kind: `order.${event}`,
         customerId: order.customerId,

@@ -11,6 +11,7 @@ import { revocationReasonName, type Issuer } from '../../ca/index.js';
 import {
   type AuditRepo,
   type JobsRepo,
+  type MailRepo,
   type OrderCertificatesRepo,
   type OrderNamesRepo,
   type OrdersRepo,
@@ -30,9 +31,11 @@ export const MAX_IDEMPOTENCY_KEY = 255;
 export interface LifecycleRepos {
   readonly orders: OrdersRepo;
   readonly orderCertificates: Pick<OrderCertificatesRepo, 'latestCertificate' | 'certificates'>;
-  readonly orderNames: Pick<OrderNamesRepo, 'names'>;
+  readonly orderNames: Pick<OrderNamesRepo, 'names' | 'setApproval'>;
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly jobs: Pick<JobsRepo, 'rescheduleInTransaction' | 'enqueueInTransaction'>;
+  /** Notices written with the change they report (Notifier.orderEvent). */
+  readonly mail: Pick<MailRepo, 'insert' | 'withdraw'>;
 }
 
 export type { ReissueInput } from './order-rules.js';
@@ -134,6 +137,13 @@ export class Lifecycle {
         subject: String(order.id),
         details: { refunded: refund, from: major, ...(key === undefined ? {} : { idempotencyKey: key }) },
       });
+      // The notice commits with the cancel (and its unsent approval requests are withdrawn with it).
+      await this.deps.notify?.orderEvent(
+        { ...order, majorStatus: 'CANCELLED' },
+        'cancelled',
+        refund ? 'The order was refunded.' : 'Cancelled more than 30 days after issuance: the order stays charged.',
+        tx,
+      );
       return true;
     });
     if (!done) {
@@ -147,11 +157,6 @@ export class Lifecycle {
     }
     // A cancelled order's certificates must not outlive it.
     await this.revokeAll(order.id, 'cessationOfOperation', actorName(actor.principal));
-    await this.deps.notify?.orderEvent(
-      (await this.deps.orders.byId(order.id))!,
-      'cancelled',
-      refund ? 'The order was refunded.' : 'Cancelled more than 30 days after issuance: the order stays charged.',
-    );
     return { refunded: refund, replayed: false };
   }
 
@@ -218,40 +223,41 @@ export class Lifecycle {
       result.change === 'escalated' ? revocationReasonName(result.previousReason ?? null) : undefined;
     const now = this.deps.clock.nowSeconds();
     const current = certs[0]!.serial === serial;
-    let refunded = false;
-    if (current && (order.majorStatus === 'COMPLETE' || order.majorStatus === 'REISSUE')) {
-      const product = this.deps.catalog.productOf(order);
-      refunded = order.issuedAt !== null && now - order.issuedAt <= product.refundPeriodDays * DAY;
-      await this.deps.transact(async (tx) => {
-        if (!(await tx.orders.markRevoked(order.id, order.majorStatus, refunded, now))) {
-          refunded = false;
-          return;
-        }
-        if (refunded) await this.refund(tx, order, now);
+    // The CA's revocation is made; what the RA records of it (the order revoked and refunded when it
+    // was the current certificate, the audit event, the notice) commits as one.
+    const refunded = await this.deps.transact(async (tx) => {
+      let refund = false;
+      if (current && (order.majorStatus === 'COMPLETE' || order.majorStatus === 'REISSUE')) {
+        const product = this.deps.catalog.productOf(order);
+        refund = order.issuedAt !== null && now - order.issuedAt <= product.refundPeriodDays * DAY;
+        if (!(await tx.orders.markRevoked(order.id, order.majorStatus, refund, now))) refund = false;
+        else if (refund) await this.refund(tx, order, now);
+      }
+      await tx.audit.append({
+        at: now,
+        customerId: actor.principal.customerId,
+        actor: actorName(actor.principal),
+        clientAddress: actor.clientAddress,
+        action: escalatedFrom === undefined ? 'order.revoked' : 'order.revocation-escalated',
+        subject: String(order.id),
+        details: {
+          serial,
+          reason,
+          revokedAt: result.revokedAt,
+          refunded: refund,
+          ...(escalatedFrom === undefined ? {} : { previousReason: escalatedFrom }),
+        },
       });
-    }
-    await this.deps.audit.append({
-      at: now,
-      customerId: actor.principal.customerId,
-      actor: actorName(actor.principal),
-      clientAddress: actor.clientAddress,
-      action: escalatedFrom === undefined ? 'order.revoked' : 'order.revocation-escalated',
-      subject: String(order.id),
-      details: {
-        serial,
-        reason,
-        revokedAt: result.revokedAt,
-        refunded,
-        ...(escalatedFrom === undefined ? {} : { previousReason: escalatedFrom }),
-      },
+      await this.deps.notify?.orderEvent(
+        order,
+        'revoked',
+        escalatedFrom === undefined
+          ? `Serial ${serial}, reason ${reason}.`
+          : `Serial ${serial}: the revocation reason was changed from ${escalatedFrom} to ${reason}; it stays revoked since ${formatTimestamp(result.revokedAt)}.`,
+        tx,
+      );
+      return refund;
     });
-    await this.deps.notify?.orderEvent(
-      (await this.deps.orders.byId(order.id))!,
-      'revoked',
-      escalatedFrom === undefined
-        ? `Serial ${serial}, reason ${reason}.`
-        : `Serial ${serial}: the revocation reason was changed from ${escalatedFrom} to ${reason}; it stays revoked since ${formatTimestamp(result.revokedAt)}.`,
-    );
     return {
       serial,
       reason,

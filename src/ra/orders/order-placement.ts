@@ -17,6 +17,7 @@ import type {
   CustomersRepo,
   DcvValuesRepo,
   JobsRepo,
+  MailRepo,
   NewOrder,
   NewOrderName,
   OrderNamesRepo,
@@ -43,9 +44,11 @@ export interface PlacedOrder {
 /** The repositories of an order's transaction. */
 export interface OrderRepos {
   readonly orders: OrdersRepo;
-  readonly orderNames: Pick<OrderNamesRepo, 'insertNames' | 'names'>;
+  readonly orderNames: Pick<OrderNamesRepo, 'insertNames' | 'names' | 'setApproval'>;
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly jobs: Pick<JobsRepo, 'enqueueInTransaction'>;
+  /** The approval mails of an EMAIL order, written with it. */
+  readonly mail: Pick<MailRepo, 'insert' | 'withdraw'>;
   readonly vouchers: Pick<VouchersRepo, 'markRedeemed' | 'partnerOrderIdTaken'>;
   readonly customers: Pick<CustomersRepo, 'lock'>;
 }
@@ -55,8 +58,8 @@ export interface PlacementDeps {
   readonly orderNames: Pick<OrderNamesRepo, 'names'>;
   /** The order flow: proofs checked and certificates issued inline when the proof is already in place. */
   readonly flow: Pick<OrderFlow, 'proofs' | 'newClaim' | 'issueClaimed'>;
-  /** Sends the approval mails of an EMAIL order once it is stored. */
-  readonly approvals: Pick<EmailApprovals, 'sendForNewOrder'>;
+  /** Writes the approval mails of an EMAIL order in its transaction. */
+  readonly approvals: Pick<EmailApprovals, 'mailPendingIn'>;
   /** The view of an order issued inline, as readers see it. */
   readonly reads: Pick<OrderReads, 'views' | 'issuedView'>;
   readonly dcvValues: Pick<DcvValuesRepo, 'getOrCreate'>;
@@ -173,6 +176,8 @@ export class OrderPlacement {
       await how.pay(tx, orderId, now);
       const storedNames = await tx.orderNames.insertNames(orderId, names);
       await tx.orders.insertLedger(customerId, orderId, 'charge', checked.priceMinor, now);
+      // The approval mails commit with the order: never an order without them, nor mail for none.
+      if (method === 'EMAIL') await this.deps.approvals.mailPendingIn(tx, created);
       // The first DCV check is queued with the order: an accepted order always has its job. One this
       // request issues inline is looked at once the request has had its time (the job finds it done, or
       // takes the round over from a request that died).
@@ -202,14 +207,13 @@ export class OrderPlacement {
       return await this.afterCommit(checked, order, stored, dcv);
     } catch (e) {
       // The order is stored and its job queued: the job issues it (once the claim is given back or
-      // lapses); approval mails lost here are sent again by POST /ApproverEmail. The client gets the
-      // order as it is, never an error it would retry into a second order.
+      // lapses). The client gets the order as it is, never an error it would retry into a second order.
       this.deps.logger?.warn({ err: e, orderId: stored.order.id }, 'order stored; a step after its commit failed');
       return this.asStored(customerId, stored, method, dcv);
     }
   }
 
-  /** What follows an order's commit: its approval mails, or its inline issuance. */
+  /** What follows an order's commit: its inline issuance, or the view of the order as stored. */
   private async afterCommit(
     checked: CheckedOrder,
     order: NewOrder,
@@ -218,8 +222,6 @@ export class OrderPlacement {
   ): Promise<PlacedOrder> {
     const { method } = checked;
     const id = stored.order.id;
-    // A mail is never sent for an order that was not stored (a lost one is re-sent by POST /ApproverEmail).
-    if (method === 'EMAIL') await this.deps.approvals.sendForNewOrder(id);
     if (order.issuanceClaim !== undefined) {
       // Should this fail half-way (a crash), the order's queued job completes it once the claim lapses.
       const done = await this.deps.flow.issueClaimed(stored.order, checked.names, order.issuanceClaim.claim, {

@@ -40,7 +40,7 @@ export class Reissues {
       clock: Clock;
       dcvValues: Pick<DcvValuesRepo, 'getOrCreate'>;
       flow: Pick<OrderFlow, 'advance'>;
-      approvals: Pick<EmailApprovals, 'sendForNewOrder'>;
+      approvals: Pick<EmailApprovals, 'mailPendingIn'>;
       blockedNames: readonly string[];
       mailer: Pick<Mailer, 'send'>;
       /** The job queue outside any transaction (recurring jobs). */
@@ -192,6 +192,8 @@ export class Reissues {
           replacedPending: major === 'REISSUE',
         },
       });
+      // New approval links, mailed with the reissue (the ones of a replaced pending reissue withdrawn).
+      if (method === 'EMAIL' && !allShown) await this.deps.approvals.mailPendingIn(tx, order);
       return true;
     });
     if (!started)
@@ -201,10 +203,8 @@ export class Reissues {
         { field: 'ServiceOrderID' },
       );
     // The reissue is started and its job queued, which issues it should signing fail from here on
-    // (the CA not ready, the database lost); approval mails lost here are sent again by POST
-    // /ApproverEmail. The caller is not told it failed, or it would start it again.
+    // (the CA not ready, the database lost). The caller is not told it failed, or it would start it again.
     try {
-      if (method === 'EMAIL' && !allShown) await this.deps.approvals.sendForNewOrder(order.id);
       // A renewal the customer must act on: the DCV proof has to be shown again.
       if (who.actor === 'system' && !allShown) await this.askForProof(order, method, dcv, names, newNames);
       if (allShown) await this.deps.flow.advance((await this.deps.orders.byId(order.id))!);

@@ -55,6 +55,9 @@ const NAMES: Record<JobName, true> = {
   'mail.deliver': true,
 };
 
+/** Every job name this build knows: a worker claims only these (`JobsRepo.claimDue`). */
+export const JOB_NAMES: readonly JobName[] = Object.freeze(Object.keys(NAMES) as JobName[]);
+
 /**
  * Whether a name read back from the database is one this build knows. A job written by a newer
  * version during a rolling upgrade may carry a name that is not (yet) in the union.

@@ -1,5 +1,5 @@
 import { holderIsGone, newHolderId, type Clock, type JobId } from '../core/index.js';
-import { isJobName } from '../core/jobs.js';
+import { JOB_NAMES, isJobName } from '../core/jobs.js';
 import type { JobsRepo, StoredJob } from '../storage/jobs-repo.js';
 import { exponentialBackoff, type Backoff } from './backoff.js';
 import type { Handlers, JobContext, WorkerLogger } from './handlers.js';
@@ -177,7 +177,8 @@ export class Worker {
     if (this.stopped !== undefined || room === 0) return [];
     await this.sweep();
     this.reserved += room;
-    const claim = this.o.repo.claimDue(this.owner, this.o.clock.nowSeconds(), this.o.leaseSeconds, room);
+    // Only names this build has handlers for: a job of a newer build waits for a newer worker.
+    const claim = this.o.repo.claimDue(this.owner, this.o.clock.nowSeconds(), this.o.leaseSeconds, room, JOB_NAMES);
     this.claims.add(claim);
     try {
       return (await claim).map((job) => this.startJob(job));

@@ -54,6 +54,32 @@ describe.each(testDialects())('JobsRepo on $dialect', ({ open }) => {
     expect(await repo.countByStatus()).toEqual({ queued: 1, running: 0, done: 1, dead: 0 });
   });
 
+  it('claims only jobs of the names given: an earlier job of another name stays queued, unleased; no names, no claim', async () => {
+    await db.kysely
+      .insertInto('jobs')
+      .values({
+        name: 'from.newer.build',
+        payload: '{}',
+        status: 'queued',
+        run_at: T - 10,
+        created_at: T,
+        updated_at: T,
+      })
+      .execute();
+    const known = await repo.enqueue(purge(T), T);
+    expect(await repo.claimDue('w', T, 30, 10, [])).toEqual([]);
+    const claimed = await repo.claimDue('w', T, 30, 10, ['housekeeping.purge', 'order.validate']);
+    expect(claimed.map((j) => j.id)).toEqual([known.id]);
+    const newer = await db.kysely
+      .selectFrom('jobs')
+      .select(['status', 'attempts', 'lease_owner'])
+      .where('name', '=', 'from.newer.build')
+      .executeTakeFirstOrThrow();
+    expect(newer).toEqual({ status: 'queued', attempts: 0, lease_owner: null });
+    // Without names (tools, tests), every due job.
+    expect((await repo.claimDue('w2', T, 30, 10)).length).toBe(1);
+  });
+
   it('reschedule: queues the job, moves a queued one, leaves a running one alone (one statement)', async () => {
     const jobs = () =>
       db.kysely.selectFrom('jobs').select(['id', 'status', 'run_at', 'updated_at']).orderBy('id').execute();

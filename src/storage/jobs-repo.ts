@@ -168,11 +168,18 @@ export class JobsRepo {
    * to two owners at once: PostgreSQL locks the candidates with FOR UPDATE SKIP LOCKED (other
    * workers skip them instead of waiting), SQLite takes the write lock first (BEGIN IMMEDIATE),
    * and on both the UPDATE repeats the claimable condition, so a row someone else took is not
-   * changed and not returned.
+   * changed and not returned. `names`: only jobs of these names (a worker's, so one of an older
+   * build leaves a job it has no handler for to a newer worker instead of failing it).
    */
-  async claimDue(owner: string, now: number, leaseSeconds: number, limit: number): Promise<StoredJob[]> {
+  async claimDue(
+    owner: string,
+    now: number,
+    leaseSeconds: number,
+    limit: number,
+    names?: readonly string[],
+  ): Promise<StoredJob[]> {
     if (!(leaseSeconds >= 1)) throw new Error('leaseSeconds must be at least 1');
-    if (limit <= 0) return [];
+    if (limit <= 0 || names?.length === 0) return [];
     const rows = await this.inWriteTransaction(async (trx) => {
       let candidates = trx
         .selectFrom('jobs')
@@ -181,6 +188,7 @@ export class JobsRepo {
         .orderBy('run_at')
         .orderBy('id')
         .limit(limit);
+      if (names !== undefined) candidates = candidates.where('name', 'in', names);
       if (this.db.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
       const ids = (await candidates.execute()).map((r) => r.id);
       if (ids.length === 0) return [];

@@ -1,24 +1,13 @@
 import { createServer } from 'node:net';
-import type { Kysely } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { testDialects } from '../../../test/support/databases.js';
 import { startSmtpServer, type TestSmtpServer } from '../../../test/support/smtp-server.js';
 import { Command } from 'commander';
 import { addMailCommands, formatMails } from '../../cli/mail-commands.js';
 import { FixedClock, ServiceUrls } from '../../core/index.js';
-import { JobsRepo, inTransaction, migrateToLatest, openDatabase, type Db } from '../../storage/index.js';
+import { JobsRepo, inTransaction, type Db } from '../../storage/index.js';
 import { MailRepo, type MailRow } from '../../storage/mail-repo.js';
-import { mail as mailMigration } from '../../storage/migrations/0005-mail.js';
 import { Mailer, mailFrom, smtpTransport, type MailTransport } from './mail.js';
-
-/** A migrated SQLite database with mail_outbox (made here while 0005-mail is not yet registered). */
-async function openOutbox(): Promise<Db> {
-  const db = await openDatabase({ url: ':memory:' });
-  await migrateToLatest(db);
-  const tables = await db.kysely.introspection.getTables();
-  if (!tables.some((t) => t.name === 'mail_outbox'))
-    await mailMigration(db.dialect).up(db.kysely as unknown as Kysely<unknown>);
-  return db;
-}
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -32,7 +21,8 @@ async function closedPort(): Promise<number> {
 /** An error carrying the SMTP server's answer, as nodemailer gives it. */
 const smtpAnswer = (message: string, responseCode: number) => Object.assign(new Error(message), { responseCode });
 
-describe('Mailer', () => {
+// The status races (a delivery against a withdrawal, a late failure against a send) run on both databases.
+describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
   let db: Db;
   let repo: MailRepo;
   let smtp: TestSmtpServer;
@@ -40,7 +30,7 @@ describe('Mailer', () => {
   const from = mailFrom(new ServiceUrls('http://127.0.0.1:8080'));
 
   beforeAll(async () => {
-    db = await openOutbox();
+    db = await open();
     repo = new MailRepo(db);
     smtp = await startSmtpServer();
   });

@@ -269,4 +269,54 @@ describe.each(testDialects())('notices commit with their change, on $dialect', (
     expect(placed.statusCode, placed.body).toBe(200);
     expect(await notices(placed.json().ServiceOrderID as number)).toEqual(['dcv.approval admin@certdesk-test.com']);
   });
+  it('fail/the revocation notice refused: the CA has revoked, the order is not marked; DELETE /Revoke again completes the record, once, also when two retries race', async () => {
+    const placed = await place();
+    expect(placed.statusCode, placed.body).toBe(200);
+    const id = placed.json().ServiceOrderID as number;
+    const certificate = placed.json().Fulfillment.Certificate as string;
+    const revoke = (reason: string) =>
+      t.call(c.token, {
+        method: 'DELETE',
+        url: `/rest/v1/Revoke/${id}`,
+        payload: { RevokeReason: reason, Certificate: certificate },
+      });
+    const revokedAudit = () =>
+      t.db.kysely
+        .selectFrom('audit_events')
+        .select('details')
+        .where('subject', '=', String(id))
+        .where('action', '=', 'order.revoked')
+        .execute();
+    await refuseMail(t.db, 'order.revoked');
+
+    const refused = await revoke('keyCompromise');
+    expect(refused.statusCode).toBeGreaterThanOrEqual(500);
+    // The CA's revocation stands (CRL and OCSP say revoked); the order's record of it did not commit.
+    const inCa = await t.db.kysely
+      .selectFrom('certificates')
+      .select(['revoked_at', 'revocation_reason'])
+      .where('order_id', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(inCa.revoked_at).not.toBeNull();
+    expect(await statusOf(id)).toMatchObject({ major_status: 'COMPLETE' });
+    expect(await revokedAudit()).toEqual([]);
+
+    await allowMail(t.db);
+    // Two retries at once (one names another reason): one completes the record, with the reason
+    // the CA holds; the other finds nothing left to record.
+    const retries = await Promise.all([revoke('superseded'), revoke('keyCompromise')]);
+    expect(retries.map((r) => r.statusCode).sort(), retries.map((r) => r.body).join('\n')).toEqual([200, 409]);
+    expect(await statusOf(id)).toMatchObject({ major_status: 'REVOKED' });
+    expect(await revokedAudit()).toHaveLength(1);
+    expect(JSON.stringify((await revokedAudit())[0]!.details)).toContain('keyCompromise');
+    expect((await notices(id)).filter((n) => n.startsWith('order.revoked'))).toEqual([
+      'order.revoked ada@certdesk-test.com',
+      'order.revoked tech@certdesk-test.com',
+    ]);
+
+    // And a third call is the usual refusal: nothing left to record.
+    const third = await revoke('keyCompromise');
+    expect(third.statusCode).toBe(409);
+    expect(await revokedAudit()).toHaveLength(1);
+  });
 });

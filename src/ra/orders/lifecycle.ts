@@ -30,7 +30,7 @@ export const MAX_IDEMPOTENCY_KEY = 255;
 
 export interface LifecycleRepos {
   readonly orders: OrdersRepo;
-  readonly orderCertificates: Pick<OrderCertificatesRepo, 'latestCertificate' | 'certificates' | 'isDelivered'>;
+  readonly orderCertificates: Pick<OrderCertificatesRepo, 'latestCertificate' | 'certificates'>;
   readonly orderNames: Pick<OrderNamesRepo, 'names' | 'setApproval'>;
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly jobs: Pick<JobsRepo, 'rescheduleInTransaction' | 'enqueueInTransaction'>;
@@ -188,8 +188,7 @@ export class Lifecycle {
    * certificate is revoked, and is refunded when that happens within the product's RefundPeriod.
    * A revoked certificate may be revoked again only to raise its reason to keyCompromise
    * (`escalatedFrom` names the reason it replaced; the revocation date stays the first). Any other
-   * repeat throws invalidOrderState on Certificate and changes nothing: no audit event, no mail —
-   * unless the order's record of the revocation is missing (see `unrecorded`), which it completes.
+   * repeat throws invalidOrderState on Certificate and changes nothing: no audit event, no mail.
    */
   async revoke(
     actor: Actor,
@@ -207,16 +206,9 @@ export class Lifecycle {
       throw new CertdeskError('invalidInput', 'The certificate does not belong to this order.', {
         field: 'Certificate',
       });
-    const requested = revocationReason(reasonText);
-    const result = await this.deps.ca.revoke(serial, requested, { actor: actorName(actor.principal) });
-    const current = certs[0]!.serial === serial;
-    const live = order.majorStatus === 'COMPLETE' || order.majorStatus === 'REISSUE';
-    // Revoked in the CA, but the order still live with it as its delivered certificate: the RA's
-    // record of an earlier call was lost (a failure between the CA's transaction and the RA's), and
-    // this retry completes it, with the reason the CA recorded.
-    const unrecorded =
-      result.change === 'none' && current && live && (await this.deps.orderCertificates.isDelivered(serial));
-    if (result.change === 'none' && !unrecorded) {
+    const reason = revocationReason(reasonText);
+    const result = await this.deps.ca.revoke(serial, reason, { actor: actorName(actor.principal) });
+    if (result.change === 'none') {
       const recorded = revocationReasonName(result.reason);
       const since = formatTimestamp(result.revokedAt) ?? 'earlier';
       throw new CertdeskError(
@@ -227,24 +219,19 @@ export class Lifecycle {
         { field: 'Certificate' },
       );
     }
-    const reason = unrecorded ? revocationReasonName(result.reason) : requested;
     const escalatedFrom =
       result.change === 'escalated' ? revocationReasonName(result.previousReason ?? null) : undefined;
     const now = this.deps.clock.nowSeconds();
+    const current = certs[0]!.serial === serial;
     // The CA's revocation is made; what the RA records of it (the order revoked and refunded when it
     // was the current certificate, the audit event, the notice) commits as one.
     const refunded = await this.deps.transact(async (tx) => {
       let refund = false;
-      if (current && live) {
+      if (current && (order.majorStatus === 'COMPLETE' || order.majorStatus === 'REISSUE')) {
         const product = this.deps.catalog.productOf(order);
         refund = order.issuedAt !== null && now - order.issuedAt <= product.refundPeriodDays * DAY;
-        if (await tx.orders.markRevoked(order.id, order.majorStatus, refund, now)) {
-          if (refund) await this.refund(tx, order, now);
-        } else {
-          // Another request moved the order first: a completing retry that raced one has nothing left to record.
-          if (unrecorded) return undefined;
-          refund = false;
-        }
+        if (!(await tx.orders.markRevoked(order.id, order.majorStatus, refund, now))) refund = false;
+        else if (refund) await this.refund(tx, order, now);
       }
       await tx.audit.append({
         at: now,
@@ -271,10 +258,6 @@ export class Lifecycle {
       );
       return refund;
     });
-    if (refunded === undefined)
-      throw new CertdeskError('invalidOrderState', `Certificate ${serial} is already revoked; nothing was changed.`, {
-        field: 'Certificate',
-      });
     return {
       serial,
       reason,

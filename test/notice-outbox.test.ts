@@ -212,7 +212,7 @@ describe.each(testDialects())('notices commit with their change, on $dialect', (
       'order.issued tech@certdesk-test.com',
     ]);
   });
-  it('fail/the new approval mail refused: POST /ApproverEmail changes nothing; the old link and its mail stay; the retry replaces both', async () => {
+  it('fail/the new approval mail refused: POST /ApproverEmail changes nothing (no audit event either); the old link and its mail stay; the retry replaces both', async () => {
     const placed = await t.call(c.token, {
       method: 'POST',
       url: '/rest/v1/Order',
@@ -238,6 +238,16 @@ describe.each(testDialects())('notices commit with their change, on $dialect', (
     expect(refused.statusCode).toBeGreaterThanOrEqual(500);
     expect(await links()).toEqual(before);
     expect(await approvalMails()).toEqual(['outbox']);
+    const resentEvents = async () =>
+      (
+        await t.db.kysely
+          .selectFrom('audit_events')
+          .select('id')
+          .where('subject', '=', String(id))
+          .where('action', '=', 'dcv.mail-resent')
+          .execute()
+      ).length;
+    expect(await resentEvents()).toBe(0);
 
     await allowMail(t.db);
     const retried = await t.call(c.token, { method: 'POST', url: `/rest/v1/ApproverEmail/${id}`, payload: {} });
@@ -245,6 +255,7 @@ describe.each(testDialects())('notices commit with their change, on $dialect', (
     const after = await links();
     expect(after.some((h, i) => h === before[i])).toBe(false);
     expect(await approvalMails()).toEqual(['outbox', 'withdrawn']);
+    expect(await resentEvents()).toBe(1);
   });
   it('fail/the approval mail of a new EMAIL order refused: the order is not stored, nor charged; placed again, it has its mail', async () => {
     const before = await accountingOf(t.db, c.customerId);

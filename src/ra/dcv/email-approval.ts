@@ -8,7 +8,7 @@ import {
   type Principal,
   type ServiceUrls,
 } from '../../core/index.js';
-import type { AuditRepo, OrderNamesRepo, OrdersRepo } from '../../storage/index.js';
+import type { AuditEvent, AuditRepo, OrderNamesRepo, OrdersRepo } from '../../storage/index.js';
 import { DnsLookupError, constructedApprovers, discoverApprovers, type DcvResolver } from '../../validation/index.js';
 import type { MailWrites, Mailer } from '../mail/mail.js';
 import type { OrderFlow } from '../issuance/order-flow.js';
@@ -43,7 +43,7 @@ export class EmailApprovals {
       audit: Pick<AuditRepo, 'append'>;
       mailer: Pick<Mailer, 'sendIn'>;
       /** New links, the withdrawal of the old ones' mails and the new mails commit together. */
-      transact: <T>(fn: (tx: LinkWrites) => Promise<T>) => Promise<T>;
+      transact: <T>(fn: (tx: LinkWrites & { audit: Pick<AuditRepo, 'append'> }) => Promise<T>) => Promise<T>;
       flow: Pick<OrderFlow, 'advance'>;
       resolver: DcvResolver;
       clock: Clock;
@@ -66,10 +66,18 @@ export class EmailApprovals {
   /**
    * New approval links for the order's pending names, one mail per approver, in one transaction:
    * the order's approval mails that have not left yet carry links this replaces, so they are
-   * withdrawn, never sent; a failure changes nothing (the old links and their mails stay).
+   * withdrawn, never sent; the caller's audit `event` is recorded with them. A failure changes
+   * nothing (the old links and their mails stay, no event).
    */
-  private async mailLinks(order: Order, byApprover: ReadonlyMap<string, readonly string[]>): Promise<void> {
-    await this.deps.transact((tx) => this.linksIn(tx, order, byApprover));
+  private async mailLinks(
+    order: Order,
+    byApprover: ReadonlyMap<string, readonly string[]>,
+    event: AuditEvent,
+  ): Promise<void> {
+    await this.deps.transact(async (tx) => {
+      await this.linksIn(tx, order, byApprover);
+      await tx.audit.append(event);
+    });
   }
 
   private async linksIn(
@@ -164,8 +172,11 @@ export class EmailApprovals {
         });
       }
     }
-    await this.audit(actor, order, 'dcv.approver-changed', { approver: email });
-    await this.mailLinks(order, new Map([[email, names]]));
+    await this.mailLinks(
+      order,
+      new Map([[email, names]]),
+      this.event(actor, order, 'dcv.approver-changed', { approver: email }),
+    );
   }
 
   /** POST /ApproverEmail/{id}: the approval mail again, with a fresh link (the old one stops working). */
@@ -178,8 +189,7 @@ export class EmailApprovals {
       throw new CertdeskError('invalidOrderState', `Order ${orderId} has no name waiting for an approver.`, {
         field: 'ServiceOrderID',
       });
-    await this.audit(actor, order, 'dcv.mail-resent', {});
-    await this.mailLinks(order, byApprover(pending));
+    await this.mailLinks(order, byApprover(pending), this.event(actor, order, 'dcv.mail-resent', {}));
   }
 
   private async pendingEmailOrder(principal: Principal, orderId: number): Promise<Order> {
@@ -205,8 +215,8 @@ export class EmailApprovals {
     }
   }
 
-  private async audit(actor: Actor, order: Order, action: string, details: Record<string, unknown>): Promise<void> {
-    await this.deps.audit.append({
+  private event(actor: Actor, order: Order, action: string, details: Record<string, unknown>): AuditEvent {
+    return {
       at: this.deps.clock.nowSeconds(),
       customerId: actor.principal.customerId,
       actor: actorName(actor.principal),
@@ -214,7 +224,7 @@ export class EmailApprovals {
       action,
       subject: String(order.id),
       details,
-    });
+    };
   }
 }
 

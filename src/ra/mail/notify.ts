@@ -5,7 +5,6 @@ import {
   type MailRepo,
   type OrderNamesRepo,
   type OrderQueriesRepo,
-  type OrdersRepo,
 } from '../../storage/index.js';
 import type { Mailer, MailWrites } from './mail.js';
 
@@ -43,7 +42,6 @@ export class Notifier {
     private readonly deps: {
       mailer: Pick<Mailer, 'send' | 'sendIn'>;
       mail: Pick<MailRepo, 'list'>;
-      orders: Pick<OrdersRepo, 'byId'>;
       orderQueries: Pick<OrderQueriesRepo, 'remindable'>;
       orderNames: Pick<OrderNamesRepo, 'names'>;
       jobs: Pick<JobsRepo, 'enqueue'>;

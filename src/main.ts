@@ -19,7 +19,6 @@ import {
   type KeyPairSource,
 } from './ca/index.js';
 import { recordingIssuer } from './ca/recording-issuer.js';
-import { Worker, type Handlers } from './jobs/index.js';
 import { Accounts } from './ra/accounts/accounts.js';
 import { HashStore } from './ra/hash-store/hash-store.js';
 import { Housekeeping } from './ra/housekeeping/housekeeping.js';
@@ -56,61 +55,19 @@ import {
   localBroadcast,
   migrateToLatest,
   openDatabase,
-  pingDatabase,
   postgresBroadcast,
   redisBroadcast,
   repositories,
   unitOfWork,
   type Db,
-  type JobsRepo,
-  type MailRepo,
   OperatorsRepo,
 } from './storage/index.js';
-import { buildApp } from './web/app.js';
 import { logRedaction } from './web/log-redaction.js';
-import { createMetrics, type Metrics } from './web/ops/metrics.js';
-import type { App } from './web/types.js';
-
-export interface Services {
-  readonly config: Config;
-  readonly clock: Clock;
-  readonly db: Db;
-  readonly accounts: Accounts;
-  readonly oauth: OAuth;
-  readonly catalog: CatalogService;
-  readonly shop: Shop;
-  readonly tools: Tools;
-  readonly metrics: Metrics;
-  readonly jobs: JobsRepo;
-  readonly housekeeping: Housekeeping;
-  readonly hashStore: HashStore;
-  readonly ca: BuiltinCa;
-  readonly pki: Pki;
-  readonly orders: Orders;
-  readonly orderReads: OrderReads;
-  readonly users: Users;
-  readonly applications: Applications;
-  readonly signIn: SignIn;
-  readonly twoFactor: TwoFactor;
-  readonly sessionTokens: SessionTokens;
-  readonly orderFlow: OrderFlow;
-  readonly dcvData: DcvData;
-  readonly emailApprovals: EmailApprovals;
-  readonly mailRepo: MailRepo;
-  readonly mailer: Mailer;
-  readonly vetting: Vetting;
-  readonly operators: Operators;
-  readonly operatorConsole: OperatorConsole;
-  readonly lifecycle: Lifecycle;
-  readonly reissues: Reissues;
-  readonly vouchers: Vouchers;
-  readonly assessments: Assessments;
-  readonly notifier: Notifier;
-  readonly reconciliation: Reconciliation;
-  /** The shared Redis (CERTDESK_REDIS_URL), if any: the rate limiter's store. */
-  readonly redis: Redis | undefined;
-  close(): Promise<void>;
-}
+import { createMetrics } from './web/ops/metrics.js';
+// The parts a process runs over the services (worker, HTTP app), for the callers that import them from here.
+export { createWebApp, createWorker } from './process-parts.js';
+export type { Services } from './services.js';
+import type { Services } from './services.js';
 
 export interface ServiceOptions {
   readonly clock?: Clock;
@@ -190,7 +147,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     audit,
     keys: new SealedKeyStore(repos.ca, kek, keyFile),
     clock,
-    transact: (fn) => transact((r) => fn({ repo: r.ca, audit: r.audit })),
+    transact: (fn) => transact((r) => fn({ repo: r.ca, audit: r.audit, repos: r })),
     urls,
     brands: brandHierarchies(catalog),
     ...(config.caMaxValidityDays === undefined ? {} : { privateMaxDays: config.caMaxValidityDays }),
@@ -199,11 +156,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   await ca.load();
   // What the RA signs with: the built-in CA, or (tests, later an upstream CA) another issuer whose
   // certificates are then recorded by the same rules.
-  const issuer = recordingIssuer(options.issuer ?? ca, {
-    repo: repos.ca,
-    transact: (fn) => transact((r) => fn(r.ca)),
-    clock,
-  });
+  const issuer = recordingIssuer(options.issuer ?? ca, { repo: repos.ca, transact, clock });
   const pki = new Pki({ ca, jobs, clock });
   const resolver = new DcvResolver(config.dnsServers === undefined ? {} : { servers: config.dnsServers });
   const dcvData = new DcvData({ catalog, dcvValues, clock, resolver });
@@ -457,97 +410,6 @@ export async function initCa(
 /** A pino logger that never writes secrets; to stdout unless given another destination. */
 export function createLogger(config: Pick<Config, 'logLevel'>, destination?: DestinationStream): Logger {
   return pino({ level: config.logLevel, ...logRedaction }, destination);
-}
-
-/** The job worker with every handler; `satisfies Handlers` makes a missing one a compile error. */
-export function createWorker(services: Services, logger: Logger): Worker {
-  const { housekeeping } = services;
-  const handlers = {
-    'housekeeping.purge': (payload, ctx) => housekeeping.purgeExpired(payload, ctx),
-    'ca.refresh-crls': (payload, ctx) => services.pki.refreshCrls(payload, ctx),
-    'order.validate': (payload, ctx) => services.orderFlow.validate(payload, ctx),
-    'order.renew-subscriptions': (payload, ctx) => services.reissues.renewJob(payload, ctx),
-    'notify.reminders': (payload, ctx) => services.notifier.reminders(payload, ctx),
-    'order.revoke-certificates': (payload) => services.lifecycle.revokeCertificatesJob(payload),
-    'scan.vulnerability': (payload, ctx) => services.assessments.runVulnerability(payload, ctx),
-    'scan.configuration': (payload) => services.assessments.runConfiguration(payload),
-    'mail.deliver': (payload) => services.mailer.deliver(payload),
-  } satisfies Handlers;
-  return new Worker({
-    repo: services.jobs,
-    handlers,
-    clock: services.clock,
-    logger: logger.child({ component: 'worker' }),
-  });
-}
-
-/**
- * Ready (/readyz): the database answers, Redis (when configured) answers, and the CA can sign on
- * every chain (a first start listens only then). Error texts go to the log, not to the answer.
- */
-async function readiness(services: Services, logger: Logger | false): Promise<Record<string, string>> {
-  const probe = async (part: string, check: () => Promise<unknown>) => {
-    try {
-      await check();
-      return 'ok';
-    } catch (err) {
-      if (logger !== false) logger.warn({ err }, `readiness: ${part} failed`);
-      return 'unreachable';
-    }
-  };
-  const redis = services.redis;
-  return {
-    database: await probe('database', () => pingDatabase(services.db)),
-    redis: redis === undefined ? 'not configured' : await probe('redis', () => redis.ping()),
-    caKeys: services.ca.isInitialized() ? 'ok' : 'the CA hierarchy is not complete yet',
-  };
-}
-
-/** The HTTP app over the services. */
-export function createWebApp(services: Services, logger: Logger | false): Promise<App> {
-  const { config } = services;
-  return buildApp(
-    {
-      bodyLimit: config.bodyLimit,
-      requestTimeout: config.requestTimeoutMs,
-      trustProxy: config.trustProxy,
-      rateLimit: config.rateLimit,
-      rateLimitAnonymous: config.rateLimitAnonymous,
-      publicUrl: config.publicUrl ?? '',
-      logger,
-      ...(services.redis === undefined
-        ? {}
-        : { redis: { client: services.redis, namespace: `${config.redisPrefix}:rl:` } }),
-    },
-    {
-      accounts: services.accounts,
-      oauth: services.oauth,
-      shop: services.shop,
-      tools: services.tools,
-      metrics: services.metrics,
-      // Ready: the database answers and the CA can sign on every chain (a first start listens only then).
-      ready: () => readiness(services, logger),
-      pki: services.pki,
-      orders: services.orders,
-      orderReads: services.orderReads,
-      vouchers: services.vouchers,
-      assessments: services.assessments,
-      users: services.users,
-      applications: services.applications,
-      signIn: services.signIn,
-      twoFactor: services.twoFactor,
-      sessionTokens: services.sessionTokens,
-      hashStore: services.hashStore,
-      orderFlow: services.orderFlow,
-      dcvData: services.dcvData,
-      emailApprovals: services.emailApprovals,
-      operators: services.operators,
-      operatorConsole: services.operatorConsole,
-      lifecycle: services.lifecycle,
-      reissues: services.reissues,
-      clock: services.clock,
-    },
-  );
 }
 
 /** Which parts a process runs: `serve` runs all three; `worker` and `kv` one each. */

@@ -12,6 +12,7 @@ import { createServices } from '../src/main.js';
 import { CaRepo } from '../src/storage/index.js';
 import { createTestContext, type TestContext } from './support/app.js';
 import { testDialects } from './support/databases.js';
+import { allowCrlWrites, refuseCrlWrites } from './support/refusals.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'certdesk-ca-'));
 const file = (name: string, text: string | Uint8Array) => {
@@ -536,6 +537,60 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
       await t.services.pki.schedule();
       const jobs = await t.db.kysely.selectFrom('jobs').select('name').where('name', '=', 'ca.refresh-crls').execute();
       expect(jobs).toHaveLength(1);
+    });
+
+    it('fail/a revocation whose CRL could not be signed stands (OCSP says revoked at once), and the periodic job re-signs the lagging CRL with its entry', async () => {
+      const repo = new CaRepo(t.db);
+      const leaf = await issue({ csr: ec, signatureHashAlgorithm: 'SHA256-ECC-HYBRID' });
+      await t.services.ca.crl(leaf.issuerId);
+      const before = (await repo.crl(leaf.issuerId))!;
+      const chain = t.services.ca.chain('TrustPoint', 'SHA256-ECC-HYBRID');
+      const ocspStatus = async () =>
+        (
+          await opensslAsync([
+            'ocsp',
+            '-issuer',
+            file('lag-int.pem', leaf.intermediate),
+            '-cert',
+            file('lag-leaf.pem', leaf.certificate),
+            '-url',
+            `${url}/ocsp`,
+            '-CAfile',
+            file('lag-root.pem', chain.root),
+          ])
+        ).out;
+      // Answered once: the signed "good" is now held in memory.
+      expect(await ocspStatus()).toMatch(/lag-leaf\.pem: good/);
+      // A real failure between the revocation's commit and its CRL: the database refuses CRL writes.
+      await refuseCrlWrites(t.db);
+      try {
+        expect(await t.services.ca.revoke(leaf.serial, 'keyCompromise')).toMatchObject({
+          change: 'revoked',
+          crlFailure: expect.stringMatching(/crl refused/),
+        });
+      } finally {
+        await allowCrlWrites(t.db);
+      }
+      expect(await repo.leafBySerial(leaf.serial)).toMatchObject({ revokedAt: expect.any(Number), reason: 1 });
+      // OCSP says so at once: the answers held in memory were dropped despite the failure.
+      expect(await ocspStatus()).toMatch(/lag-leaf\.pem: revoked/);
+      expect((await repo.crl(leaf.issuerId))!.number).toBe(before.number);
+      // Not due for days, but it lags the revocations of its key: the job re-signs it now.
+      expect(await t.services.ca.refreshDueCrls()).toContain(leaf.issuerId);
+      const after = (await repo.crl(leaf.issuerId))!;
+      expect(after.number).toBeGreaterThan(before.number);
+      const text = openssl([
+        'crl',
+        '-inform',
+        'DER',
+        '-noout',
+        '-text',
+        '-in',
+        file('lag.crl', Buffer.from(after.der, 'base64')),
+      ]).out;
+      expect(text).toContain(`Serial Number: ${leaf.serial}`);
+      // Caught up: the next run leaves it alone.
+      expect(await t.services.ca.refreshDueCrls()).not.toContain(leaf.issuerId);
     });
 
     it('fail/revoking an unknown serial or with an unknown reason changes nothing', async () => {

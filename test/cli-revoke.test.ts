@@ -1,6 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { caFixtureDataDir } from './support/ca-fixture.js';
 
@@ -74,5 +75,37 @@ describe('certdesk ca revoke of a revoked certificate', { timeout: 180_000 }, ()
         `Serial Number: ${serial}\\s*\\n\\s*Revocation Date: [^\\n]*\\n\\s*CRL entry extensions:\\s*\\n\\s*X509v3 CRL Reason Code:\\s*\\n\\s*Key Compromise`,
       ),
     );
+  }, 60_000);
+  it('ok/the CRL cannot be re-signed: the revocation stands, exit 0 with a warning naming the failure and the remedy', async () => {
+    const other = (await cli(['ca', 'sign', '--csr', join(dir, 'r.csr'), '--product', 'TrustPoint.DV']))
+      .Serial as string;
+    const db = new Database(join(dir, 'certdesk.db'));
+    try {
+      db.exec(
+        "CREATE TRIGGER refuse_crl_update BEFORE UPDATE ON ca_crls BEGIN SELECT RAISE(ABORT, 'crl refused'); END",
+      );
+      db.exec(
+        "CREATE TRIGGER refuse_crl_insert BEFORE INSERT ON ca_crls BEGIN SELECT RAISE(ABORT, 'crl refused'); END",
+      );
+      const res = await run(BIN, ['ca', 'revoke', '--serial', other, '--reason', 'keyCompromise', '--json'], {
+        env: env(),
+      });
+      expect(JSON.parse(res.stdout)).toMatchObject({ Serial: other, Reason: 'keyCompromise', AlreadyRevoked: false });
+      expect(res.stderr).toMatch(
+        /^certdesk: warning: revoked, but the CRL could not be re-signed \(.*crl refused.*\).*ca crl --issuer/,
+      );
+    } finally {
+      db.exec('DROP TRIGGER IF EXISTS refuse_crl_update');
+      db.exec('DROP TRIGGER IF EXISTS refuse_crl_insert');
+      db.close();
+    }
+    const check = new Database(join(dir, 'certdesk.db'), { readonly: true });
+    try {
+      expect(check.prepare('SELECT revocation_reason FROM certificates WHERE serial = ?').get(other)).toEqual({
+        revocation_reason: 1,
+      });
+    } finally {
+      check.close();
+    }
   }, 60_000);
 });

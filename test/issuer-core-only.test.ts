@@ -11,6 +11,7 @@ import { testCsr } from './support/csr.js';
 import { testDialects } from './support/databases.js';
 import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
 import { OpensslCa } from './support/openssl-ca.js';
+import { allowMail, refuseMail } from './support/refusals.js';
 
 const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
 
@@ -107,8 +108,8 @@ describe.each(testDialects())('an order through an issuer with only the core cal
     fixture.cleanUp();
   });
 
-  it('ok/issues inline, records the certificate against the order, serves the Fulfillment, revokes through the issuer', async () => {
-    const placed = await t.call(c.token, {
+  const place = () =>
+    t.call(c.token, {
       method: 'POST',
       url: '/rest/v1/Order',
       payload: {
@@ -117,6 +118,9 @@ describe.each(testDialects())('an order through an issuer with only the core cal
         TechContact: contact,
       },
     });
+
+  it('ok/issues inline, records the certificate against the order, serves the Fulfillment, revokes through the issuer', async () => {
+    const placed = await place();
     expect(placed.statusCode, placed.body).toBe(200);
     const id = placed.json().ServiceOrderID as number;
     expect(issuer.issued).toHaveLength(1);
@@ -147,5 +151,51 @@ describe.each(testDialects())('an order through an issuer with only the core cal
     });
     expect(revoke.statusCode, revoke.body).toBe(200);
     expect([...issuer.revoked.entries()]).toEqual([[rows[0]!.serial, 'keyCompromise']]);
+  });
+
+  it('fail/the record of an upstream revocation refused: nothing recorded here; the retry records it (the issuer, asked again, changes nothing)', async () => {
+    const placed = await place();
+    expect(placed.statusCode, placed.body).toBe(200);
+    const id = placed.json().ServiceOrderID as number;
+    const pem = placed.json().Fulfillment.Certificate as string;
+    const recorded = () =>
+      t.db.kysely
+        .selectFrom('certificates')
+        .innerJoin('orders', 'orders.id', 'certificates.order_id')
+        .select(['certificates.serial', 'certificates.revoked_at', 'orders.major_status'])
+        .where('certificates.order_id', '=', id)
+        .executeTakeFirstOrThrow();
+    const events = async () =>
+      (
+        await t.db.kysely
+          .selectFrom('audit_events')
+          .select('action')
+          .where('subject', '=', String(id))
+          .where('action', '=', 'order.revoked')
+          .execute()
+      ).length;
+    const revoke = () =>
+      t.call(c.token, {
+        method: 'DELETE',
+        url: `/rest/v1/Revoke/${id}`,
+        payload: { RevokeReason: 'superseded', Certificate: pem },
+      });
+    await refuseMail(t.db, 'order.revoked');
+    try {
+      expect((await revoke()).statusCode).toBeGreaterThanOrEqual(500);
+    } finally {
+      await allowMail(t.db);
+    }
+    const refused = await recorded();
+    // Revoked upstream (the issuer acts first), but neither the revocation nor the order's record of it here.
+    expect(issuer.revoked.get(refused.serial)).toBe('superseded');
+    expect(refused).toMatchObject({ revoked_at: null, major_status: 'COMPLETE' });
+    expect(await events()).toBe(0);
+
+    const retried = await revoke();
+    expect(retried.statusCode, retried.body).toBe(200);
+    expect(await recorded()).toMatchObject({ revoked_at: expect.any(Number), major_status: 'REVOKED' });
+    expect(await events()).toBe(1);
+    expect((await revoke()).statusCode).toBe(409);
   });
 });

@@ -2,11 +2,14 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestContext, TestCustomer } from './support/app.js';
 import { testDialects } from './support/databases.js';
 import { dnsOrderBody, issuingContext, type IssuingContext } from './support/issuing-context.js';
 import { ocspStatus } from './support/openssl-checks.js';
+import { allowCrlWrites, refuseCrlWrites } from './support/refusals.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'escalation-'));
 const ISSUER = 'trustpoint-rsa-int-1';
@@ -221,6 +224,77 @@ describe.each(testDialects())('revocation reasons on $dialect', (dialect) => {
       expect(await row(o.serial)).toEqual(stored);
       expect(await allEvents()).toBe(events);
     });
+  });
+
+  it('ok/the CRL cannot be signed: DELETE /Revoke still answers 200 (revocation and record committed), OCSP says revoked, the job re-signs the CRL', async () => {
+    const o = await place();
+    await t.services.ca.crl(ISSUER); // one stored, whatever ran before
+    const before = (await storedCrl()).number;
+    await refuseCrlWrites(t.db);
+    let res;
+    try {
+      res = await revoke(o, 'keyCompromise');
+    } finally {
+      await allowCrlWrites(t.db);
+    }
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({
+      success: true,
+      Message: expect.stringMatching(/was revoked \(keyCompromise\)/),
+    });
+    expect(await row(o.serial)).toMatchObject({ revocation_reason: 1 });
+    expect(await orderEvents(o.id)).toContain('order.revoked');
+    expect(await ocsp(o)).toMatch(/o-leaf\.pem: revoked/);
+    expect((await storedCrl()).number).toBe(before);
+    expect(await t.services.ca.refreshDueCrls()).toContain(ISSUER);
+    expect((await crlEntry(o.serial)).reason).toBe('Key Compromise');
+    const done = await t.db.kysely
+      .selectFrom('audit_events')
+      .select('details')
+      .where('subject', '=', o.serial)
+      .where('action', '=', 'ca.revoke.done')
+      .executeTakeFirstOrThrow();
+    expect(String(done.details)).toMatch(/crl refused/);
+  });
+
+  describe('lock order', () => {
+    // Deadlocks need two connections: SQLite has one, and its transactions run one after another.
+    it.runIf(dialect.dialect === 'postgres')(
+      'ok/a revocation takes the order row before the certificate row, as an issuance completion does: the two never deadlock',
+      async () => {
+        const o = await place();
+        const raw = new pg.Client({ connectionString: t.db.url });
+        await raw.connect();
+        try {
+          if (t.db.schema !== undefined) await raw.query(`SET search_path TO "${t.db.schema}"`);
+          // A completion's first two steps, paused between them: the order's row, then its certificate's.
+          await raw.query('BEGIN');
+          await raw.query('UPDATE orders SET update_date = update_date WHERE id = $1', [o.id]);
+          const rawPid = Number((await raw.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+          const revoking = revoke(o, 'superseded');
+          // Wait until the revocation waits for the order's row.
+          for (let i = 0; i < 600; i++) {
+            const waiting = await t.db.kysely
+              .selectFrom(sql<{ pid: number }>`pg_stat_activity`.as('a'))
+              .select('pid')
+              .where(sql<boolean>`${rawPid} = ANY(pg_blocking_pids(pid))`)
+              .execute();
+            if (waiting.length > 0) break;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          // Its certificate is not locked yet: the completion goes on and commits.
+          await raw.query('UPDATE certificates SET delivered_at = delivered_at WHERE serial = $1', [o.serial]);
+          await raw.query('COMMIT');
+          const res = await revoking;
+          expect(res.statusCode, res.body).toBe(200);
+          expect((await row(o.serial)).revocation_reason).toBe(4);
+        } finally {
+          await raw.end();
+        }
+      },
+      30_000,
+    );
+    if (dialect.dialect === 'sqlite') console.warn('lock order test not run on SQLite: one connection, no deadlock');
   });
 
   describe('concurrency', () => {

@@ -6,6 +6,7 @@ import { createTestContext, type TestContext, type TestCustomer } from './suppor
 import { testDialects } from './support/databases.js';
 import { testCsr } from './support/csr.js';
 import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
+import { allowMail, refuseMail } from './support/refusals.js';
 
 const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
 const DAY = 86_400;
@@ -45,6 +46,23 @@ describe.each(testDialects())('a two-year subscription on $dialect', (dialect) =
   };
   const row = async (id: number) =>
     t.db.kysely.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  /** A 24-month subscription, issued at once (the DNS proof is published). */
+  const placeSubscription = async () => {
+    const res = await t.call(await t.token(c), {
+      method: 'POST',
+      url: '/rest/v1/Order',
+      payload: {
+        OrderParameters: { ProductCode: 'TrustPoint.DV', ValidityPeriod: 24, CSR: testCsr().pem, DVAuthMethod: 'DNS' },
+        AdminContact: contact,
+        TechContact: contact,
+      },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json().ServiceOrderID as number;
+  };
+  const actionMailsOf = async (id: number) =>
+    (await t.services.mailRepo.list({ limit: 50, orderId: id })).filter((m) => m.kind === 'subscription.action-needed')
+      .length;
 
   it('ok/walked with a fake clock: free automatic reissues under the lifetime schedule until the term ends, then EXPIRED; one charge', async () => {
     await publish();
@@ -107,5 +125,77 @@ describe.each(testDialects())('a two-year subscription on $dialect', (dialect) =
     const ledger = await t.db.kysely.selectFrom('ledger').select('kind').where('order_id', '=', id).execute();
     expect(ledger).toEqual([{ kind: 'charge' }]);
     t.clock.set(start);
+  }, 120_000);
+
+  it("fail/a renewal's action-needed mail refused: the renewal does not start; the next run starts it with its mail", async () => {
+    await publish();
+    const start = t.clock.nowSeconds();
+    const id = await placeSubscription();
+    let o = await row(id);
+    let refused = false;
+    try {
+      // Renew until a renewal needs the proof again (the names' validation older than the reuse period).
+      for (let round = 0; round < 20 && !refused && o.term_end! > o.cert_not_after!; round++) {
+        t.clock.set(o.cert_not_after! - 29 * DAY);
+        await refuseMail(t.db, 'subscription.action-needed');
+        const renewed = await t.services.reissues.renewDue().catch((e: unknown) => e);
+        await allowMail(t.db);
+        o = await row(id);
+        if (!(renewed instanceof Error)) {
+          // Renewed from names still within the reuse period: issued at once, no mail needed.
+          expect(renewed).toEqual([id]);
+          expect(o.major_status).toBe('COMPLETE');
+          continue;
+        }
+        expect(renewed.message).toMatch(/outbox refused/);
+        expect(o).toMatchObject({ major_status: 'COMPLETE', minor_status: 'COMPLETED' });
+        expect(await actionMailsOf(id)).toBe(0);
+        expect(await t.services.reissues.renewDue()).toEqual([id]);
+        expect(await row(id)).toMatchObject({ major_status: 'REISSUE', minor_status: 'WF_DNS_AUTH' });
+        expect(await actionMailsOf(id)).toBe(1);
+        refused = true;
+      }
+      expect(refused).toBe(true);
+    } finally {
+      await allowMail(t.db);
+      t.clock.set(start);
+    }
+  }, 120_000);
+  it("fail/one renewal's mail refused does not hold back the others: they renew in the same run, which then fails and is retried", async () => {
+    await publish();
+    const start = t.clock.nowSeconds();
+    // `refused` first: the renewal job meets it before `other`.
+    const refused = await placeSubscription();
+    const other = await placeSubscription();
+    let o = await row(refused);
+    let failedOnce = false;
+    try {
+      for (let round = 0; round < 20 && !failedOnce && o.term_end! > o.cert_not_after!; round++) {
+        t.clock.set(Math.max(o.cert_not_after!, (await row(other)).cert_not_after!) - 29 * DAY);
+        await refuseMail(t.db, 'subscription.action-needed', refused);
+        const renewed = await t.services.reissues.renewDue().catch((e: unknown) => e);
+        await allowMail(t.db);
+        o = await row(refused);
+        if (!(renewed instanceof Error)) {
+          expect(renewed).toEqual(expect.arrayContaining([refused, other]));
+          continue;
+        }
+        // The refused one did not start; the other did, with its mail, in the same run.
+        expect(renewed.message).toMatch(/outbox refused/);
+        expect(o).toMatchObject({ major_status: 'COMPLETE', minor_status: 'COMPLETED' });
+        expect(await actionMailsOf(refused)).toBe(0);
+        expect(await row(other)).toMatchObject({ major_status: 'REISSUE', minor_status: 'WF_DNS_AUTH' });
+        expect(await actionMailsOf(other)).toBe(1);
+        // The retry renews the refused one.
+        expect(await t.services.reissues.renewDue()).toContain(refused);
+        expect(await row(refused)).toMatchObject({ major_status: 'REISSUE', minor_status: 'WF_DNS_AUTH' });
+        expect(await actionMailsOf(refused)).toBe(1);
+        failedOnce = true;
+      }
+      expect(failedOnce).toBe(true);
+    } finally {
+      await allowMail(t.db);
+      t.clock.set(start);
+    }
   }, 120_000);
 });

@@ -6,29 +6,34 @@ import {
   type ServiceUrls,
   type SignatureHashAlgorithm,
 } from '../core/index.js';
-import { isUniqueViolation, type AuditEvent, type AuditRepo, type CaRepo, type NewLeaf } from '../storage/index.js';
+import { isUniqueViolation, type AuditRepo, type CaRepo, type Repositories } from '../storage/index.js';
 import { findCert, resolveChain, type CaCert } from './chains.js';
 import { revokeLeaf } from './revocation.js';
-import { GroupCommit } from './group-commit.js';
-import { IssuanceClaimLost } from './issuance-claim.js';
 import { fromPem, pem } from './der-writer.js';
-import { answerOcsp, crlDue, ocspIssuerIndex, signCrl, type IssuingKeyLookup, type OcspMemory } from './status.js';
+import {
+  answerOcsp,
+  crlDue,
+  crlLags,
+  ocspIssuerIndex,
+  signCrl,
+  type IssuingKeyLookup,
+  type OcspMemory,
+} from './status.js';
 import { describeAlgorithm, type CaKey, type CaKeyAlgorithm, type KeyStore } from './keys.js';
 import type { KeyPairSource } from './key-pairs.js';
 import { makeKeys, missingKeys, newCaCertificate, planHierarchy, type PlanOptions } from './ca-init.js';
-import { assertLintClean, type LeafTemplate } from './lint.js';
 import { certsOnlyPkcs7 } from './pkcs7.js';
 import { profileFor } from './profiles.js';
-import { name, signed, subjectAltName, subjectKeyIdentifier, subjectOf, tbsCertificate } from './x509.js';
+import { subjectOf } from './x509.js';
 import { hierarchySpecs, type BrandHierarchy } from './hierarchy.js';
-import { serialHex } from './serials.js';
-import { fixedLeafExtensions, leafTemplate } from './leaf.js';
+import { LeafSigner } from './leaf-signing.js';
 import {
   type ChainInfo,
   type IssueRequest,
   type IssuedCertificate,
   type IssuerWithCapabilities,
   type RevocationResult,
+  type RevokeOptions,
 } from './issuer.js';
 
 export interface BuiltinCaOptions {
@@ -36,8 +41,10 @@ export interface BuiltinCaOptions {
   readonly audit: Pick<AuditRepo, 'appendMany'>;
   readonly keys: KeyStore;
   readonly clock: Clock;
-  /** Runs `fn` in one transaction with repositories bound to it. */
-  readonly transact: <T>(fn: (tx: { repo: CaRepo; audit: Pick<AuditRepo, 'appendMany'> }) => Promise<T>) => Promise<T>;
+  /** Runs `fn` in one transaction with repositories bound to it (`repos`: all of them, for a revocation's record). */
+  readonly transact: <T>(
+    fn: (tx: { repo: CaRepo; audit: Pick<AuditRepo, 'appendMany'>; repos: Repositories }) => Promise<T>,
+  ) => Promise<T>;
   /** The CRL, OCSP and CA certificate links put into certificates. */
   readonly urls: Pick<ServiceUrls, 'crl' | 'caCertificate' | 'ocsp'>;
   readonly brands: readonly BrandHierarchy[];
@@ -61,30 +68,18 @@ export class BuiltinCa implements IssuerWithCapabilities {
   private keys = new Map<string, CaKey>();
   /** OCSP: the issuing key of a CertID. */
   private issuingKey: IssuingKeyLookup = () => undefined;
-  private readonly before: GroupCommit<AuditEvent>;
-  private readonly after: GroupCommit<{ leaf: NewLeaf; event: AuditEvent; claim?: string }>;
+  /** Signs and records leaves (`leaf-signing.ts`). */
+  private readonly signer: LeafSigner;
 
   constructor(private readonly o: BuiltinCaOptions) {
-    this.before = new GroupCommit((events) => o.audit.appendMany(events));
-    this.after = new GroupCommit((items) =>
-      o.transact(async (tx) => {
-        // Leaves signed under an issuance claim are recorded as deliverable only while the claim is
-        // held (the order rows stay locked until commit); one whose claim was lost is recorded revoked.
-        const lost = await tx.repo.recordLeavesUnderClaims(items, items[0]!.leaf.created_at);
-        await tx.audit.appendMany(
-          items.map((i, k) =>
-            lost[k] !== true
-              ? i.event
-              : {
-                  ...i.event,
-                  action: 'ca.sign.discarded',
-                  details: { ...i.event.details, reason: 'issuance claim lost' },
-                },
-          ),
-        );
-        return lost.map((l, k) => (l ? new IssuanceClaimLost(items[k]!.leaf.order_id!) : undefined));
-      }),
-    );
+    this.signer = new LeafSigner({
+      audit: o.audit,
+      transact: o.transact,
+      clock: o.clock,
+      ...(o.privateMaxDays === undefined ? {} : { privateMaxDays: o.privateMaxDays }),
+      caLinks: (c) => this.caLinks(c),
+      refreshCrl: (keyId) => this.refreshCrl(keyId),
+    });
   }
 
   /** Opens the keys and CA certificates in the database. Throws KeyFileError on a wrong key file. */
@@ -287,125 +282,14 @@ export class BuiltinCa implements IssuerWithCapabilities {
         { field: 'SignatureHashAlgorithm' },
       );
     }
-    const now = this.o.clock.nowSeconds();
-    const template = leafTemplate(profile, req, now, key, this.o.privateMaxDays);
-    assertLintClean(template, {
-      now,
-      ...(this.o.privateMaxDays === undefined ? {} : { privateMaxDays: this.o.privateMaxDays }),
-      maxNames: 250,
-    });
-
-    const serial = serialHex(template.serial);
-    const issuerKey = chain.issuerCert.key;
-    const actor = req.actor ?? 'system';
-    const customerId = req.customerId ?? null;
-    await this.before.add({
-      at: now,
-      customerId,
-      actor,
-      clientAddress: null,
-      action: 'ca.sign.begin',
-      subject: serial,
-      details: {
-        keyId: issuerKey.id,
-        profile: profile.id,
-        names: template.dnsNames.length > 0 ? template.dnsNames : template.emails,
-        orderId: req.orderId ?? null,
-      },
-    });
-
-    // The extensions that depend only on the issuing CA, the profile and the key type are encoded once.
-    const extensions = [
-      this.fixedExtensions(chain.issuerCert, template),
-      subjectKeyIdentifier(key.keyId),
-      subjectAltName(template.dnsNames, template.emails, template.subject.length === 0),
-    ];
-    const signer = issuerKey.signer();
-    const tbs = tbsCertificate({
-      serial: template.serial,
-      signatureAlgorithm: signer.algorithm,
-      issuer: chain.issuerCert.subject,
-      notBefore: template.notBefore,
-      notAfter: template.notAfter,
-      subject: name(template.subject),
-      spki: key.spki,
-      extensions,
-    });
-    const der = signed(tbs, signer);
-    const certificatePem = pem('CERTIFICATE', der);
-    const chainIds = [...chain.intermediates, chain.root].map((c) => c.row.id);
-
-    try {
-      await this.after.add({
-        ...(req.issuanceClaim === undefined ? {} : { claim: req.issuanceClaim }),
-        leaf: {
-          order_id: req.orderId ?? null,
-          customer_id: customerId,
-          issuer_id: chain.issuerCert.row.id,
-          key_id: issuerKey.id,
-          serial,
-          pem: certificatePem,
-          // The chain and the PKCS#7 bundle are the same for every leaf of a chain: rebuilt from chain_ids on
-          // read (`fulfillment`), they are not written ~3 KB at a time (half the cost of recording a leaf).
-          chain_pem: '',
-          pkcs7_pem: '',
-          not_before: template.notBefore,
-          not_after: template.notAfter,
-          created_at: now,
-          chain_ids: chainIds.join(','),
-          profile: profile.id,
-        },
-        event: {
-          at: now,
-          customerId,
-          actor,
-          clientAddress: null,
-          action: 'ca.sign.done',
-          subject: serial,
-          details: { keyId: issuerKey.id, notAfter: template.notAfter },
-        },
-      });
-    } catch (e) {
-      // Recorded revoked: the issuer's CRL lists it at once, though it was never handed out.
-      if (e instanceof IssuanceClaimLost) await this.refreshCrl(issuerKey.id);
-      throw e;
-    }
-    // The PKCS#7 bundle is built when first read: most callers store the certificate and show it later.
-    let pkcs7: string | undefined;
-    const intermediates = chain.intermediates;
-    return {
-      serial,
-      issuerId: issuerKey.id,
-      certificate: certificatePem,
-      intermediate: chain.intermediatePem,
-      get pkcs7() {
-        return (pkcs7 ??= pem('PKCS7', certsOnlyPkcs7([der, ...intermediates.map((c) => c.der)])));
-      },
-      notBefore: template.notBefore,
-      notAfter: template.notAfter,
-      der,
-      chainIds,
-    };
-  }
-
-  private readonly fixedCache = new Map<string, Uint8Array>();
-
-  /** The extensions that depend only on the issuing CA, the profile and the key type, encoded once. */
-  private fixedExtensions(issuerCert: CaCert, t: LeafTemplate): Uint8Array {
-    const cacheKey = `${issuerCert.row.id}|${t.profile.id}|${t.key.type}`;
-    let fixed = this.fixedCache.get(cacheKey);
-    if (fixed === undefined) {
-      fixed = fixedLeafExtensions(t, issuerCert.key.keyId, this.caLinks(issuerCert));
-      this.fixedCache.set(cacheKey, fixed);
-    }
-    return fixed;
+    return this.signer.sign(req, profile, chain);
   }
 
   /**
    * Revokes a leaf by serial (`revokeLeaf`): records time and reason once, re-signs its issuer's
    * CRL and drops its cached OCSP answers; a reason may be raised to keyCompromise only.
    */
-  revoke(serial: string, reasonName: string, options: { actor?: string; at?: number } = {}): Promise<RevocationResult> {
+  revoke(serial: string, reasonName: string, options: RevokeOptions = {}): Promise<RevocationResult> {
     return revokeLeaf(
       {
         ...this.o,
@@ -438,13 +322,16 @@ export class BuiltinCa implements IssuerWithCapabilities {
     return signCrl({ repo: this.o.repo, clock: this.o.clock }, keyId, issuer.subject, issuer.key);
   }
 
-  /** Regenerates every CRL that is older than half its validity (the periodic job). */
+  /**
+   * Regenerates every CRL that is older than half its validity or lags the revocations of its key
+   * (`crlLags`; the periodic job).
+   */
   async refreshDueCrls(): Promise<string[]> {
     const now = this.o.clock.nowSeconds();
     const refreshed: string[] = [];
     for (const keyId of this.crlIssuers()) {
       const current = await this.o.repo.crl(keyId);
-      if (crlDue(current, now)) {
+      if (crlLags(current, await this.o.repo.revokedOf(keyId, now), now)) {
         await this.refreshCrl(keyId);
         refreshed.push(keyId);
       }
@@ -507,6 +394,6 @@ export class BuiltinCa implements IssuerWithCapabilities {
 
   /** Waits for pending audit and certificate writes (shutdown). */
   async flush(): Promise<void> {
-    await Promise.all([this.before.idle(), this.after.idle()]);
+    await this.signer.flush();
   }
 }

@@ -5,6 +5,7 @@ import {
   type SignatureHashAlgorithm,
   type ValidationLevel,
 } from '../core/index.js';
+import type { Repositories } from '../storage/index.js';
 import type { CheckedCsr } from './checks.js';
 import type { OrganizationSubject } from './profiles.js';
 
@@ -83,6 +84,11 @@ export interface RevocationResult {
   readonly change: 'revoked' | 'escalated' | 'none';
   /** The reason an escalation replaced (null = unspecified); absent unless `change` is `escalated`. */
   readonly previousReason?: number | null;
+  /**
+   * Why the CRL could not be re-signed after the revocation committed (absent when it was). The
+   * revocation stands and OCSP says so; the hourly job re-signs the lagging CRL.
+   */
+  readonly crlFailure?: string;
 }
 
 /** RFC 5280 §5.3.1 CRLReason codes by name (7 is unused; CA-only reasons are not offered). */
@@ -136,7 +142,30 @@ export interface Issuer {
    * that would not raise the reason changes nothing and resolves with `change: 'none'`, so
    * callers that only need the certificate revoked can repeat it safely.
    */
-  revoke(serial: string, reason: string, options?: { actor?: string; at?: number }): Promise<RevocationResult>;
+  revoke(serial: string, reason: string, options?: RevokeOptions): Promise<RevocationResult>;
+}
+
+/** What `Issuer.revoke` takes besides the serial and the reason. */
+export interface RevokeOptions {
+  /** Who asked, for the audit events (default `system`). */
+  readonly actor?: string;
+  /** The revocation date (default now). */
+  readonly at?: number;
+  /**
+   * The caller's own record of the revocation, made in the transaction that records it here when
+   * it changes something (revoked, or escalated): both commit or neither does, so a revocation is
+   * never made without the caller's record of it (DELETE /Revoke: the order revoked and refunded,
+   * the audit event, the notice). A throw undoes the revocation. Run by the issuers that record
+   * their revocations (`recordsCertificates`; the RA holds no other, see `recordingIssuer`).
+   */
+  readonly record?: (change: RevocationResult, repos: Repositories) => Promise<void>;
+  /**
+   * Run first in that transaction, before the certificate's row is written: the caller locks the
+   * rows its `record` will change, so the transaction takes them in the order the caller's other
+   * transactions do (an order's row before its certificates', as an issuance completes), and two
+   * of them cannot deadlock on PostgreSQL.
+   */
+  readonly lock?: (repos: Repositories) => Promise<void>;
 }
 
 /** The capabilities an issuer may add to `Issuer`; the RA uses each only where it is offered. */

@@ -1,5 +1,5 @@
 import { CertdeskError, type Clock } from '../core/index.js';
-import type { CaRepo } from '../storage/index.js';
+import type { CaRepo, Repositories } from '../storage/index.js';
 import { fromPem } from './der-writer.js';
 import { IssuanceClaimLost } from './issuance-claim.js';
 import {
@@ -10,12 +10,13 @@ import {
   type Issuer,
   type IssuerWithCapabilities,
   type RevocationResult,
+  type RevokeOptions,
 } from './issuer.js';
 
 export interface RecordingIssuerDeps {
-  readonly repo: Pick<CaRepo, 'leafBySerial' | 'leafRecord' | 'revoke' | 'escalateToKeyCompromise'>;
-  /** Runs `fn` in one transaction with a CaRepo bound to it. */
-  readonly transact: <T>(fn: (repo: Pick<CaRepo, 'recordLeavesUnderClaims'>) => Promise<T>) => Promise<T>;
+  readonly repo: Pick<CaRepo, 'leafBySerial' | 'leafRecord'>;
+  /** Runs `fn` in one transaction with every repository bound to it. */
+  readonly transact: <T>(fn: (repos: Repositories) => Promise<T>) => Promise<T>;
   readonly clock: Clock;
 }
 
@@ -42,8 +43,8 @@ class RecordingIssuer implements IssuerWithCapabilities {
   async issue(request: IssueRequest): Promise<IssuedCertificate> {
     const issued = await this.inner.issue(request);
     const now = this.deps.clock.nowSeconds();
-    const [lost] = await this.deps.transact((repo) =>
-      repo.recordLeavesUnderClaims(
+    const [lost] = await this.deps.transact(({ ca }) =>
+      ca.recordLeavesUnderClaims(
         [
           {
             claim: request.issuanceClaim,
@@ -75,34 +76,47 @@ class RecordingIssuer implements IssuerWithCapabilities {
     return issued;
   }
 
-  async revoke(
-    serial: string,
-    reasonName: string,
-    options: { actor?: string; at?: number } = {},
-  ): Promise<RevocationResult> {
+  async revoke(serial: string, reasonName: string, options: RevokeOptions = {}): Promise<RevocationResult> {
     const reason = revocationReasonCode(reasonName);
     const leaf = await this.deps.repo.leafBySerial(serial);
     if (leaf === undefined)
       throw new CertdeskError('notFound', `no certificate with serial ${serial} was recorded here`);
+    const { record, lock, ...upstream } = options;
     const at = options.at ?? this.deps.clock.nowSeconds();
     const code = reason === 0 ? null : reason;
-    // The issuer first: a revocation recorded here but not made upstream would be a lie.
+    // The issuer first: a revocation recorded here but not made upstream would be a lie. Should
+    // the record below fail, a repeat finds nothing recorded and asks the issuer again (a repeat
+    // it answers as a no-op), then records.
     if (leaf.revokedAt === null || (reason === REVOCATION_REASONS.keyCompromise && leaf.reason !== reason))
-      await this.inner.revoke(serial, reasonName, options);
-    if (await this.deps.repo.revoke(leaf.id, at, code))
-      return { serial, revokedAt: at, reason: code, alreadyRevoked: false, change: 'revoked' };
-    const current = (await this.deps.repo.leafBySerial(serial))!;
-    if (reason === REVOCATION_REASONS.keyCompromise && (await this.deps.repo.escalateToKeyCompromise(leaf.id))) {
-      return {
-        serial,
-        revokedAt: current.revokedAt ?? at,
-        reason: reason,
-        alreadyRevoked: true,
-        change: 'escalated',
-        previousReason: current.reason,
-      };
-    }
-    return { serial, revokedAt: current.revokedAt ?? at, reason: current.reason, alreadyRevoked: true, change: 'none' };
+      await this.inner.revoke(serial, reasonName, upstream);
+    // The record here and the caller's record of it commit together (`RevokeOptions.record`).
+    return this.deps.transact(async (repos): Promise<RevocationResult> => {
+      await lock?.(repos);
+      let change: RevocationResult;
+      if (await repos.ca.revoke(leaf.id, at, code)) {
+        change = { serial, revokedAt: at, reason: code, alreadyRevoked: false, change: 'revoked' };
+      } else {
+        const current = (await repos.ca.leafBySerial(serial))!;
+        if (reason !== REVOCATION_REASONS.keyCompromise || !(await repos.ca.escalateToKeyCompromise(leaf.id)))
+          return {
+            serial,
+            revokedAt: current.revokedAt ?? at,
+            reason: current.reason,
+            alreadyRevoked: true,
+            change: 'none',
+          };
+        change = {
+          serial,
+          revokedAt: current.revokedAt ?? at,
+          reason,
+          alreadyRevoked: true,
+          change: 'escalated',
+          previousReason: current.reason,
+        };
+      }
+      await record?.(change, repos);
+      return change;
+    });
   }
 
   async fulfillment(serial: string): Promise<IssuedCertificate | undefined> {

@@ -1,6 +1,12 @@
 import { CertdeskError, customerId as toCustomerId, type Clock } from '../core/index.js';
-import type { AuditEvent, AuditRepo, CaRepo, LeafStatus } from '../storage/index.js';
-import { REVOCATION_REASONS, revocationReasonCode, revocationReasonName, type RevocationResult } from './issuer.js';
+import type { AuditEvent, AuditRepo, CaRepo, LeafStatus, Repositories } from '../storage/index.js';
+import {
+  REVOCATION_REASONS,
+  revocationReasonCode,
+  revocationReasonName,
+  type RevocationResult,
+  type RevokeOptions,
+} from './issuer.js';
 
 /** What revoking a leaf of the built-in CA touches. */
 export interface RevocationDeps {
@@ -11,6 +17,8 @@ export interface RevocationDeps {
     fn: (tx: {
       repo: Pick<CaRepo, 'revoke' | 'escalateToKeyCompromise' | 'dropOcspResponses' | 'leafBySerial'>;
       audit: Pick<AuditRepo, 'appendMany'>;
+      /** Every repository on the same transaction, for the caller's record (`RevokeOptions.record`). */
+      repos: Repositories;
     }) => Promise<T>,
   ) => Promise<T>;
   /** Re-signs the CRL of the key that issued the leaf. */
@@ -21,8 +29,10 @@ export interface RevocationDeps {
 
 /**
  * Revokes a leaf by serial: records time and reason once, drops its cached OCSP responses and
- * regenerates its issuer's CRL, with an audit event committed with the change and one after
- * the CRL. A revoked leaf's reason may still be raised to keyCompromise (an escalation, below);
+ * regenerates its issuer's CRL (a failure of that last step is reported in `crlFailure`, not
+ * thrown), with an audit event and the caller's record (`options.record`) committed with the
+ * change and an audit event after the CRL. A revoked leaf's reason may still be raised to
+ * keyCompromise (an escalation, below);
  * any other repeat writes nothing and resolves with `change: 'none'`. Throws invalidInput for
  * an unknown reason name and notFound for a serial this CA did not issue.
  */
@@ -30,7 +40,7 @@ export async function revokeLeaf(
   o: RevocationDeps,
   serial: string,
   reasonName: string,
-  options: { actor?: string; at?: number } = {},
+  options: RevokeOptions = {},
 ): Promise<RevocationResult> {
   const reason = revocationReasonCode(reasonName);
   const normalized = serial.replace(/^0x/i, '').replace(/:/g, '').toUpperCase();
@@ -65,13 +75,23 @@ export async function revokeLeaf(
     subject: normalized,
     details,
   });
-  // One transaction per outcome: the guarded update, the OCSP cache drop and the audit event
-  // commit together, so a request that changes nothing (a lost race included) leaves no trace.
+  // One transaction per outcome: the guarded update, the OCSP cache drop, the audit event and the
+  // caller's record commit together, so a request that changes nothing (a lost race included)
+  // leaves no trace, and a revocation whose record fails is not made.
   const outcome = await o.transact(async (tx): Promise<RevocationResult | undefined> => {
+    await options.lock?.(tx.repos);
     if (await tx.repo.revoke(leaf.id, at, code)) {
       await tx.repo.dropOcspResponses(keyId, normalized);
       await tx.audit.appendMany([event('ca.revoke.begin', { reason: reasonName })]);
-      return { serial: normalized, revokedAt: at, reason: code, alreadyRevoked: false, change: 'revoked' };
+      const revoked: RevocationResult = {
+        serial: normalized,
+        revokedAt: at,
+        reason: code,
+        alreadyRevoked: false,
+        change: 'revoked',
+      };
+      await options.record?.(revoked, tx.repos);
+      return revoked;
     }
     // Revoked before (or by a concurrent request): an escalation keeps the first revocation
     // date. BR §7.2.2 (note to revokedCertificates) moves revocationDate only earlier, when the
@@ -88,7 +108,7 @@ export async function revokeLeaf(
         revokedAt: before.revokedAt,
       }),
     ]);
-    return {
+    const escalated: RevocationResult = {
       serial: normalized,
       revokedAt: before.revokedAt,
       reason: REVOCATION_REASONS.keyCompromise,
@@ -96,9 +116,17 @@ export async function revokeLeaf(
       change: 'escalated',
       previousReason: before.reason,
     };
+    await options.record?.(escalated, tx.repos);
+    return escalated;
   });
   if (outcome === undefined) return unchanged(await o.repo.leafBySerial(normalized));
-  await o.refreshCrl(keyId);
+  // The revocation is committed: it stands even if the CRL cannot be signed now. Its OCSP answers
+  // are dropped below all the same, the failure is reported in the result and the audit event,
+  // and the periodic job re-signs the lagging CRL (`crlLags`).
+  const crlFailure = await o.refreshCrl(keyId).then(
+    () => undefined,
+    (e: unknown) => (e instanceof Error ? e.message : String(e)),
+  );
   // An OCSP answer signed from the row as it was before the commit may have been cached after
   // the drop above; drop again now that the CRL is out, so such an answer cannot outlive it.
   await o.repo.dropOcspResponses(keyId, normalized);
@@ -109,7 +137,8 @@ export async function revokeLeaf(
       reason: reasonName,
       keyId,
       ...(outcome.change === 'escalated' ? { escalated: true } : {}),
+      ...(crlFailure === undefined ? {} : { crlFailure }),
     }),
   ]);
-  return outcome;
+  return crlFailure === undefined ? outcome : { ...outcome, crlFailure };
 }

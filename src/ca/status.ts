@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { SharedCache, type Clock } from '../core/index.js';
-import type { CaRepo } from '../storage/index.js';
+import type { CaRepo, RevokedEntry, StoredCrl } from '../storage/index.js';
 import { buildCrl } from './crl.js';
 import { subjectPublicKey, type CaKey } from './keys.js';
 import { buildOcspResponse, ocspErrorResponse, parseOcspRequest, OcspMalformedError, type OcspStatus } from './ocsp.js';
@@ -83,11 +83,13 @@ export async function signCrl(
       },
       key.signer(),
     );
+    const entriesDigest = crlEntriesDigest(entries);
     const saved = await ctx.repo.saveCrl(keyId, {
       number,
       thisUpdate: now,
       nextUpdate: now + STATUS_VALIDITY,
       der: Buffer.from(der).toString('base64'),
+      entriesDigest,
     });
     // A revocation or a reason escalated to keyCompromise committed while this CRL was built would
     // be missing from it: compare what it lists (not just how many), and build again if it changed.
@@ -97,13 +99,36 @@ export async function signCrl(
   }
 }
 
-type CrlEntries = Awaited<ReturnType<StatusContext['repo']['revokedOf']>>;
+/**
+ * What a CRL lists, as one value: SHA-256 over its entries (serial, date, reason) in the order
+ * `revokedOf` gives them (revocation date, then serial: the same entries, the same order). Stored
+ * with each CRL, so a CRL that lags the revocations (`crlLags`) is found without reading it.
+ */
+export function crlEntriesDigest(entries: readonly RevokedEntry[]): string {
+  return createHash('sha256')
+    .update(entries.map((e) => `${e.serial}|${e.revokedAt}|${e.reason ?? ''}`).join('\n'))
+    .digest('hex');
+}
 
-function sameEntries(a: CrlEntries, b: CrlEntries): boolean {
-  const key = (e: CrlEntries[number]) => `${e.serial}|${e.revokedAt}|${e.reason ?? ''}`;
-  if (a.length !== b.length) return false;
-  const seen = new Set(a.map(key));
-  return b.every((e) => seen.has(key(e)));
+/** Whether two reads of `revokedOf` list the same entries (each in its fixed order). */
+function sameEntries(a: readonly RevokedEntry[], b: readonly RevokedEntry[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every((e, i) => e.serial === b[i]!.serial && e.revokedAt === b[i]!.revokedAt && e.reason === b[i]!.reason)
+  );
+}
+
+/**
+ * Whether a stored CRL must be re-signed now: due (`crlDue`), or it does not list what it would
+ * list now (`entries`: `revokedOf` its key). The second catches a revocation whose CRL was never
+ * signed: the process died between the revocation's commit and the signing, or the signing failed.
+ */
+export function crlLags(
+  current: Pick<StoredCrl, 'nextUpdate' | 'entriesDigest'> | undefined,
+  entries: readonly RevokedEntry[],
+  now: number,
+): boolean {
+  return crlDue(current, now) || current?.entriesDigest !== crlEntriesDigest(entries);
 }
 
 /** Whether a signed OCSP response is still served as it is (not yet half way through its validity). */

@@ -200,6 +200,10 @@ export function addCaCommands(program: Command, open: OpenCa): void {
         ...(r.change === 'escalated' ? { PreviousReason: revocationReasonName(r.previousReason ?? null) } : {}),
       };
       print(o.json === true, out, lines(out));
+      if (r.crlFailure !== undefined)
+        process.stderr.write(
+          `certdesk: warning: revoked, but the CRL could not be re-signed (${r.crlFailure}); the job ca.refresh-crls re-signs it within the hour, or run: certdesk ca crl --issuer <key id>\n`,
+        );
     });
 
   ca.command('crl')

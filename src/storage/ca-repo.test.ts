@@ -19,8 +19,11 @@ describe.each(testDialects())('CaRepo.revokedOf on $dialect', ({ dialect, open }
   });
 
   let serials = 0;
-  async function leaf(keyId: string, o: { revokedAt?: number; reason?: number; notAfter?: number } = {}) {
-    const serial = `5E${(++serials).toString(16).toUpperCase().padStart(30, '0')}`;
+  async function leaf(
+    keyId: string,
+    o: { revokedAt?: number; reason?: number; notAfter?: number; serial?: string } = {},
+  ) {
+    const serial = o.serial ?? `5E${(++serials).toString(16).toUpperCase().padStart(30, '0')}`;
     const { id } = await db.kysely
       .insertInto('certificates')
       .values({
@@ -59,12 +62,20 @@ describe.each(testDialects())('CaRepo.revokedOf on $dialect', ({ dialect, open }
     expect(await repo.revokedOf('key-c', NOW)).toEqual([]);
   });
 
+  it('ok: leaves revoked in the same second come by serial, not in the order they were stored (one order for every read: crlEntriesDigest)', async () => {
+    const high = await leaf('key-d', { serial: '7F00000000000000000000000000000B', revokedAt: NOW - 5 });
+    const low = await leaf('key-d', { serial: '7F00000000000000000000000000000A', revokedAt: NOW - 5 });
+    expect((await repo.revokedOf('key-d', NOW)).map((e) => e.serial)).toEqual([low, high]);
+  });
+
   it('reads the index of revoked certificates only (0022), not the table', async () => {
     const [read] = await plans(db, (spy) => new CaRepo(spy).revokedOf('key-a', NOW));
     if (dialect === 'sqlite') {
-      expect(read!.plan).toBe(
+      // In revocation order from the index; only entries revoked in the same second are sorted by serial.
+      expect(read!.plan.split('\n')).toEqual([
         'SEARCH certificates USING INDEX certificates_revoked_by_key (key_id=? AND revoked_at>?)',
-      );
+        'USE TEMP B-TREE FOR LAST TERM OF ORDER BY',
+      ]);
     } else {
       expect(read!.plan).toContain('certificates_revoked_by_key');
       expect(read!.plan).not.toContain('Seq Scan');

@@ -48,6 +48,17 @@ export interface RevokedEntry {
   readonly reason: number | null;
 }
 
+/** A signed CRL as stored: one per issuing key. */
+export interface StoredCrl {
+  readonly number: number;
+  readonly thisUpdate: number;
+  readonly nextUpdate: number;
+  /** Base64 DER. */
+  readonly der: string;
+  /** A digest of the entries it lists (see `crlEntriesDigest` in the CA); null when stored before it was kept. */
+  readonly entriesDigest: string | null;
+}
+
 /** RFC 5280 §5.3.1 CRLReason keyCompromise. */
 const KEY_COMPROMISE = 1;
 
@@ -255,30 +266,33 @@ export class CaRepo {
       .where('revoked_at', 'is not', null)
       .where('not_after', '>=', now)
       .orderBy('revoked_at')
+      .orderBy('serial')
       .execute();
     return rows.map((r) => ({ serial: r.serial, revokedAt: r.revoked_at ?? 0, reason: r.revocation_reason }));
   }
 
-  async crl(
-    keyId: string,
-  ): Promise<{ number: number; thisUpdate: number; nextUpdate: number; der: string } | undefined> {
+  async crl(keyId: string): Promise<StoredCrl | undefined> {
     const r = await this.db.kysely.selectFrom('ca_crls').selectAll().where('key_id', '=', keyId).executeTakeFirst();
     return r === undefined
       ? undefined
-      : { number: r.number, thisUpdate: r.this_update, nextUpdate: r.next_update, der: r.der };
+      : {
+          number: r.number,
+          thisUpdate: r.this_update,
+          nextUpdate: r.next_update,
+          der: r.der,
+          entriesDigest: r.entries_sha256,
+        };
   }
 
   /** Stores a CRL unless one with the same or a higher number is already there. */
-  async saveCrl(
-    keyId: string,
-    crl: { number: number; thisUpdate: number; nextUpdate: number; der: string },
-  ): Promise<boolean> {
+  async saveCrl(keyId: string, crl: StoredCrl): Promise<boolean> {
     const row = {
       key_id: keyId,
       number: crl.number,
       this_update: crl.thisUpdate,
       next_update: crl.nextUpdate,
       der: crl.der,
+      entries_sha256: crl.entriesDigest,
     };
     const r = await this.db.kysely
       .insertInto('ca_crls')
@@ -286,7 +300,13 @@ export class CaRepo {
       .onConflict((oc) =>
         oc
           .column('key_id')
-          .doUpdateSet({ number: crl.number, this_update: crl.thisUpdate, next_update: crl.nextUpdate, der: crl.der })
+          .doUpdateSet({
+            number: crl.number,
+            this_update: crl.thisUpdate,
+            next_update: crl.nextUpdate,
+            der: crl.der,
+            entries_sha256: crl.entriesDigest,
+          })
           .where('ca_crls.number', '<', crl.number),
       )
       .executeTakeFirst();

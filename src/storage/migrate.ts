@@ -22,6 +22,7 @@ import { orderExpiryIndex } from './migrations/0019-order-expiry-index.js';
 import { orderCounts } from './migrations/0020-order-counts.js';
 import { orderVersions } from './migrations/0021-order-versions.js';
 import { revokedByKey } from './migrations/0022-revoked-by-key.js';
+import { crlEntriesDigest } from './migrations/0023-crl-entries-digest.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -48,6 +49,7 @@ function migrations(db: Db): Record<string, Migration> {
     '0020-order-counts': orderCounts(db.dialect),
     '0021-order-versions': orderVersions(db.dialect),
     '0022-revoked-by-key': revokedByKey(db.dialect),
+    '0023-crl-entries-digest': crlEntriesDigest(db.dialect),
   };
 }
 
@@ -56,24 +58,26 @@ function migrations(db: Db): Record<string, Migration> {
  * (Kysely takes a lock). Throws with the failing migration's name on error.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  // Kysely's migration lock is a no-op on SQLite: two processes starting on a fresh file race.
-  // Each migration runs in a transaction, so the loser's attempt rolls back; retry until the
-  // winner has committed and there is nothing left to do. A loser that read the migration list
-  // before the winner committed fails on the winner's change (a table or column that exists).
+  // Kysely's migration lock is a no-op on SQLite: two processes starting on a fresh file race. A
+  // loser that read the migration list before the winner committed fails on the winner's change
+  // (a table or column that exists, the file locked); retry until there is nothing left to do.
+  // What an attempt applied before it failed stays applied (on SQLite each migration commits on
+  // its own), so the report names it with what the later attempts apply.
+  const applied: string[] = [];
   for (let attempt = 1; ; attempt++) {
-    try {
-      return await migrateOnce(db);
-    } catch (e) {
-      const text = String((e as Error).cause ?? e);
-      const raced =
-        db.dialect === 'sqlite' && /SQLITE_BUSY|database is locked|already exists|duplicate column name/.test(text);
-      if (!raced || attempt >= 20) throw e;
-      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
-    }
+    const run = await migrateOnce(db);
+    applied.push(...run.applied);
+    if (run.error === undefined) return applied;
+    const text = String(run.error.cause ?? run.error);
+    const raced =
+      db.dialect === 'sqlite' && /SQLITE_BUSY|database is locked|already exists|duplicate column name/.test(text);
+    if (!raced || attempt >= 20) throw run.error;
+    await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
   }
 }
 
-async function migrateOnce(db: Db): Promise<string[]> {
+/** One run of Kysely's migrator: the migrations it applied, and the error it stopped at, if any. */
+async function migrateOnce(db: Db): Promise<{ applied: string[]; error?: Error }> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(db) };
   // Kysely looks for its bookkeeping tables in any schema unless told which: name ours, so that
   // databases in separate schemas of one PostgreSQL (tests) never see each other's.
@@ -83,9 +87,11 @@ async function migrateOnce(db: Db): Promise<string[]> {
     ...(db.dialect === 'postgres' && db.schema !== undefined ? { migrationTableSchema: db.schema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();
+  const applied = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  if (error === undefined) return { applied };
   const failed = results?.find((r) => r.status === 'Error');
-  if (error !== undefined) {
-    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(error)}`, { cause: error });
-  }
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  return {
+    applied,
+    error: new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(error)}`, { cause: error }),
+  };
 }

@@ -340,6 +340,25 @@ export class OrdersRepo {
     );
   }
 
+  /**
+   * Holds the order's row until the caller's transaction ends, if the order is still `major`: a
+   * write that changes nothing (as `CaRepo.lockIssuanceClaims`), so that a transition of the order
+   * racing the caller's transaction (a cancel) either happened before it, and this answers false,
+   * or waits for its commit.
+   */
+  async holdIn(id: OrderId, major: MajorStatus): Promise<boolean> {
+    return this.move(id, { major }, { major_status: major });
+  }
+
+  /** Holds the order's row until the caller's transaction ends, whatever its state (a write that changes nothing). */
+  async hold(id: OrderId): Promise<void> {
+    await this.db.kysely
+      .updateTable('orders')
+      .set((eb) => ({ major_status: eb.ref('major_status') }))
+      .where('id', '=', id)
+      .execute();
+  }
+
   private async move(
     id: OrderId,
     from: { major: MajorStatus; minor?: MinorStatus },

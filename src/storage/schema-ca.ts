@@ -59,6 +59,8 @@ export interface CaCrlsTable {
   this_update: number;
   next_update: number;
   der: string;
+  /** `crlEntriesDigest` of the entries the CRL lists (0023); null for CRLs stored before. */
+  entries_sha256: string | null;
 }
 
 export interface OcspResponsesTable {

@@ -43,7 +43,9 @@ export class EmailApprovals {
       audit: Pick<AuditRepo, 'append'>;
       mailer: Pick<Mailer, 'sendIn'>;
       /** New links, the withdrawal of the old ones' mails and the new mails commit together. */
-      transact: <T>(fn: (tx: LinkWrites & { audit: Pick<AuditRepo, 'append'> }) => Promise<T>) => Promise<T>;
+      transact: <T>(
+        fn: (tx: LinkWrites & { audit: Pick<AuditRepo, 'append'>; orders: Pick<OrdersRepo, 'holdIn'> }) => Promise<T>,
+      ) => Promise<T>;
       flow: Pick<OrderFlow, 'advance'>;
       resolver: DcvResolver;
       clock: Clock;
@@ -67,7 +69,9 @@ export class EmailApprovals {
    * New approval links for the order's pending names, one mail per approver, in one transaction:
    * the order's approval mails that have not left yet carry links this replaces, so they are
    * withdrawn, never sent; the caller's audit `event` is recorded with them. A failure changes
-   * nothing (the old links and their mails stay, no event).
+   * nothing (the old links and their mails stay, no event). The order is held pending for the
+   * transaction (first, as a cancel takes it first): a cancel that committed since the caller read
+   * the order refuses the links (invalidOrderState); one that comes later withdraws their mails.
    */
   private async mailLinks(
     order: Order,
@@ -75,6 +79,7 @@ export class EmailApprovals {
     event: AuditEvent,
   ): Promise<void> {
     await this.deps.transact(async (tx) => {
+      if (!(await tx.orders.holdIn(order.id, 'PENDING'))) throw notPendingEmail(order.id);
       await this.linksIn(tx, order, byApprover);
       await tx.audit.append(event);
     });
@@ -198,11 +203,8 @@ export class EmailApprovals {
       throw new CertdeskError('orderNotFound', `Invalid order id ${orderId}: no such order.`, {
         field: 'ServiceOrderID',
       });
-    if (order.validationLevel !== 'DV' || order.majorStatus !== 'PENDING' || order.dvAuthMethod !== 'EMAIL') {
-      throw new CertdeskError('invalidOrderState', `Order ${orderId} is not a pending DV order validated by e-mail.`, {
-        field: 'ServiceOrderID',
-      });
-    }
+    if (order.validationLevel !== 'DV' || order.majorStatus !== 'PENDING' || order.dvAuthMethod !== 'EMAIL')
+      throw notPendingEmail(orderId);
     return order;
   }
 
@@ -226,6 +228,12 @@ export class EmailApprovals {
       details,
     };
   }
+}
+
+function notPendingEmail(orderId: number): CertdeskError {
+  return new CertdeskError('invalidOrderState', `Order ${orderId} is not a pending DV order validated by e-mail.`, {
+    field: 'ServiceOrderID',
+  });
 }
 
 /** Names by the approver who is to approve them (names without one are left out). */

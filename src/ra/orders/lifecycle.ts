@@ -7,7 +7,7 @@ import {
   type Order,
   type OrderId,
 } from '../../core/index.js';
-import { revocationReasonName, type Issuer } from '../../ca/index.js';
+import { revocationReasonName, type Issuer, type RevocationResult } from '../../ca/index.js';
 import {
   type AuditRepo,
   type JobsRepo,
@@ -207,7 +207,19 @@ export class Lifecycle {
         field: 'Certificate',
       });
     const reason = revocationReason(reasonText);
-    const result = await this.deps.ca.revoke(serial, reason, { actor: actorName(actor.principal) });
+    const now = this.deps.clock.nowSeconds();
+    let refunded = false;
+    // What the RA records of the revocation (the order revoked and refunded when it was the current
+    // certificate, the audit event, the notice) commits in the CA's own transaction: no revocation
+    // without its record, and no record without the revocation.
+    const result = await this.deps.ca.revoke(serial, reason, {
+      actor: actorName(actor.principal),
+      // The order's row before the certificate's, as an issuance completion takes them.
+      lock: (tx) => tx.orders.hold(order.id),
+      record: async (change, tx) => {
+        refunded = await this.recordRevocation(tx, actor, order, { change, serial, reason, now });
+      },
+    });
     if (result.change === 'none') {
       const recorded = revocationReasonName(result.reason);
       const since = formatTimestamp(result.revokedAt) ?? 'earlier';
@@ -221,43 +233,6 @@ export class Lifecycle {
     }
     const escalatedFrom =
       result.change === 'escalated' ? revocationReasonName(result.previousReason ?? null) : undefined;
-    const now = this.deps.clock.nowSeconds();
-    const current = certs[0]!.serial === serial;
-    // The CA's revocation is made; what the RA records of it (the order revoked and refunded when it
-    // was the current certificate, the audit event, the notice) commits as one.
-    const refunded = await this.deps.transact(async (tx) => {
-      let refund = false;
-      if (current && (order.majorStatus === 'COMPLETE' || order.majorStatus === 'REISSUE')) {
-        const product = this.deps.catalog.productOf(order);
-        refund = order.issuedAt !== null && now - order.issuedAt <= product.refundPeriodDays * DAY;
-        if (!(await tx.orders.markRevoked(order.id, order.majorStatus, refund, now))) refund = false;
-        else if (refund) await this.refund(tx, order, now);
-      }
-      await tx.audit.append({
-        at: now,
-        customerId: actor.principal.customerId,
-        actor: actorName(actor.principal),
-        clientAddress: actor.clientAddress,
-        action: escalatedFrom === undefined ? 'order.revoked' : 'order.revocation-escalated',
-        subject: String(order.id),
-        details: {
-          serial,
-          reason,
-          revokedAt: result.revokedAt,
-          refunded: refund,
-          ...(escalatedFrom === undefined ? {} : { previousReason: escalatedFrom }),
-        },
-      });
-      await this.deps.notify?.orderEvent(
-        order,
-        'revoked',
-        escalatedFrom === undefined
-          ? `Serial ${serial}, reason ${reason}.`
-          : `Serial ${serial}: the revocation reason was changed from ${escalatedFrom} to ${reason}; it stays revoked since ${formatTimestamp(result.revokedAt)}.`,
-        tx,
-      );
-      return refund;
-    });
     return {
       serial,
       reason,
@@ -265,6 +240,57 @@ export class Lifecycle {
       revokedAt: result.revokedAt,
       ...(escalatedFrom === undefined ? {} : { escalatedFrom }),
     };
+  }
+
+  /**
+   * DELETE /Revoke's record of a revocation the CA has just made (or raised to keyCompromise), in
+   * the CA's transaction: the order REVOKED, and refunded within the product's RefundPeriod, when it
+   * was the current certificate; the audit event; the notice. Returns whether it refunded.
+   */
+  private async recordRevocation(
+    tx: LifecycleRepos,
+    actor: Actor,
+    order: Order,
+    made: { change: RevocationResult; serial: string; reason: string; now: number },
+  ): Promise<boolean> {
+    const { change, serial, reason, now } = made;
+    const escalatedFrom =
+      change.change === 'escalated' ? revocationReasonName(change.previousReason ?? null) : undefined;
+    // The order and its newest certificate as they are now, in this transaction (a reissue may have
+    // started or completed since the request read them).
+    const latest = (await tx.orders.byId(order.id)) ?? order;
+    const current = (await tx.orderCertificates.certificates(order.id))[0]?.serial === serial;
+    let refund = false;
+    if (current && (latest.majorStatus === 'COMPLETE' || latest.majorStatus === 'REISSUE')) {
+      const product = this.deps.catalog.productOf(latest);
+      refund = latest.issuedAt !== null && now - latest.issuedAt <= product.refundPeriodDays * DAY;
+      if (!(await tx.orders.markRevoked(order.id, latest.majorStatus, refund, now))) refund = false;
+      else if (refund) await this.refund(tx, latest, now);
+    }
+    await tx.audit.append({
+      at: now,
+      customerId: actor.principal.customerId,
+      actor: actorName(actor.principal),
+      clientAddress: actor.clientAddress,
+      action: escalatedFrom === undefined ? 'order.revoked' : 'order.revocation-escalated',
+      subject: String(order.id),
+      details: {
+        serial,
+        reason,
+        revokedAt: change.revokedAt,
+        refunded: refund,
+        ...(escalatedFrom === undefined ? {} : { previousReason: escalatedFrom }),
+      },
+    });
+    await this.deps.notify?.orderEvent(
+      order,
+      'revoked',
+      escalatedFrom === undefined
+        ? `Serial ${serial}, reason ${reason}.`
+        : `Serial ${serial}: the revocation reason was changed from ${escalatedFrom} to ${reason}; it stays revoked since ${formatTimestamp(change.revokedAt)}.`,
+      tx,
+    );
+    return refund;
   }
 
   /** Job `order.revoke-certificates`: what a cancel queued, in case it could not finish. Idempotent. */

@@ -19,7 +19,7 @@ import {
 import type { CatalogService } from '../catalog/catalog.js';
 import { dcvExpectations, type DcvExpectations } from '../dcv/dcv-details.js';
 import type { EmailApprovals } from '../dcv/email-approval.js';
-import type { Mailer } from '../mail/mail.js';
+import type { MailWrites, Mailer } from '../mail/mail.js';
 import { contactAddresses } from '../mail/notify.js';
 import type { OrderFlow } from '../issuance/order-flow.js';
 import { actorName, type Actor } from '../accounts/actor.js';
@@ -42,7 +42,7 @@ export class Reissues {
       flow: Pick<OrderFlow, 'advance'>;
       approvals: Pick<EmailApprovals, 'mailPendingIn'>;
       blockedNames: readonly string[];
-      mailer: Pick<Mailer, 'send'>;
+      mailer: Pick<Mailer, 'sendIn'>;
       /** The job queue outside any transaction (recurring jobs). */
       recurring: Pick<JobsRepo, 'enqueue'>;
       transact: <T>(fn: (repos: LifecycleRepos) => Promise<T>) => Promise<T>;
@@ -75,15 +75,21 @@ export class Reissues {
   async renewDue(horizonSeconds = 30 * DAY): Promise<OrderId[]> {
     const now = this.deps.clock.nowSeconds();
     const renewed: OrderId[] = [];
+    let failure: unknown;
     for (const order of await this.deps.orderQueries.subscriptionsDue(now, horizonSeconds)) {
       try {
         await this.reissueOrder(order, {}, { actor: 'system', clientAddress: null });
         renewed.push(order.id);
       } catch (e) {
-        // One order's problem must not stop the others; it is retried on the next run.
-        if (!(e instanceof CertdeskError)) throw e;
+        // One order's problem must not stop the others: a refusal waits for the next daily run; a
+        // failure (the database) fails this run after the others had their turn, so the job is
+        // retried with backoff and the order renewed then.
+        if (e instanceof CertdeskError) continue;
+        failure ??= e;
+        this.deps.logger?.warn({ err: e, orderId: order.id }, 'subscription renewal failed; retried with the job');
       }
     }
+    if (failure !== undefined) throw failure;
     return renewed;
   }
 
@@ -194,6 +200,8 @@ export class Reissues {
       });
       // New approval links, mailed with the reissue (the ones of a replaced pending reissue withdrawn).
       if (method === 'EMAIL' && !allShown) await this.deps.approvals.mailPendingIn(tx, order);
+      // A renewal the customer must act on (the DCV proof has to be shown again) starts with its mail.
+      if (who.actor === 'system' && !allShown) await this.askForProof(tx, order, method, dcv, names, newNames);
       return true;
     });
     if (!started)
@@ -205,16 +213,18 @@ export class Reissues {
     // The reissue is started and its job queued, which issues it should signing fail from here on
     // (the CA not ready, the database lost). The caller is not told it failed, or it would start it again.
     try {
-      // A renewal the customer must act on: the DCV proof has to be shown again.
-      if (who.actor === 'system' && !allShown) await this.askForProof(order, method, dcv, names, newNames);
       if (allShown) await this.deps.flow.advance((await this.deps.orders.byId(order.id))!);
     } catch (e) {
       this.deps.logger?.warn({ err: e, orderId: order.id }, 'reissue started; a step after its commit failed');
     }
   }
 
-  /** The mail of a renewal whose names must be shown again: to the order's contacts, with what to publish. */
+  /**
+   * The mail of a renewal whose names must be shown again: to the order's contacts, with what to
+   * publish, in the renewal's transaction (it does not start without it).
+   */
   private async askForProof(
+    tx: MailWrites,
     order: Order,
     method: OrderDcvMethod,
     dcv: Pick<DcvExpectations, 'dns' | 'file'>,
@@ -229,7 +239,7 @@ export class Reissues {
           ? `Publish ${dcv.file.FilePath}${dcv.file.FileName} containing:\n${dcv.file.FileContents}`
           : 'The approver has been sent a new approval mail.';
     for (const address of to) {
-      await this.deps.mailer.send({
+      await this.deps.mailer.sendIn(tx, {
         to: address,
         kind: 'subscription.action-needed',
         customerId: order.customerId,

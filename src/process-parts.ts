@@ -1,0 +1,99 @@
+// What a process runs over the services: the job worker with every handler, and the HTTP app
+// with its readiness probe. The services themselves are built in main.ts (createServices).
+import type { Logger } from 'pino';
+import { Worker, type Handlers } from './jobs/index.js';
+import type { Services } from './services.js';
+import { pingDatabase } from './storage/index.js';
+import { buildApp } from './web/app.js';
+import type { App } from './web/types.js';
+
+/** The job worker with every handler; `satisfies Handlers` makes a missing one a compile error. */
+export function createWorker(services: Services, logger: Logger): Worker {
+  const { housekeeping } = services;
+  const handlers = {
+    'housekeeping.purge': (payload, ctx) => housekeeping.purgeExpired(payload, ctx),
+    'ca.refresh-crls': (payload, ctx) => services.pki.refreshCrls(payload, ctx),
+    'order.validate': (payload, ctx) => services.orderFlow.validate(payload, ctx),
+    'order.renew-subscriptions': (payload, ctx) => services.reissues.renewJob(payload, ctx),
+    'notify.reminders': (payload, ctx) => services.notifier.reminders(payload, ctx),
+    'order.revoke-certificates': (payload) => services.lifecycle.revokeCertificatesJob(payload),
+    'scan.vulnerability': (payload, ctx) => services.assessments.runVulnerability(payload, ctx),
+    'scan.configuration': (payload) => services.assessments.runConfiguration(payload),
+    'mail.deliver': (payload) => services.mailer.deliver(payload),
+  } satisfies Handlers;
+  return new Worker({
+    repo: services.jobs,
+    handlers,
+    clock: services.clock,
+    logger: logger.child({ component: 'worker' }),
+  });
+}
+
+/**
+ * Ready (/readyz): the database answers, Redis (when configured) answers, and the CA can sign on
+ * every chain (a first start listens only then). Error texts go to the log, not to the answer.
+ */
+async function readiness(services: Services, logger: Logger | false): Promise<Record<string, string>> {
+  const probe = async (part: string, check: () => Promise<unknown>) => {
+    try {
+      await check();
+      return 'ok';
+    } catch (err) {
+      if (logger !== false) logger.warn({ err }, `readiness: ${part} failed`);
+      return 'unreachable';
+    }
+  };
+  const redis = services.redis;
+  return {
+    database: await probe('database', () => pingDatabase(services.db)),
+    redis: redis === undefined ? 'not configured' : await probe('redis', () => redis.ping()),
+    caKeys: services.ca.isInitialized() ? 'ok' : 'the CA hierarchy is not complete yet',
+  };
+}
+
+/** The HTTP app over the services. */
+export function createWebApp(services: Services, logger: Logger | false): Promise<App> {
+  const { config } = services;
+  return buildApp(
+    {
+      bodyLimit: config.bodyLimit,
+      requestTimeout: config.requestTimeoutMs,
+      trustProxy: config.trustProxy,
+      rateLimit: config.rateLimit,
+      rateLimitAnonymous: config.rateLimitAnonymous,
+      publicUrl: config.publicUrl ?? '',
+      logger,
+      ...(services.redis === undefined
+        ? {}
+        : { redis: { client: services.redis, namespace: `${config.redisPrefix}:rl:` } }),
+    },
+    {
+      accounts: services.accounts,
+      oauth: services.oauth,
+      shop: services.shop,
+      tools: services.tools,
+      metrics: services.metrics,
+      // Ready: the database answers and the CA can sign on every chain (a first start listens only then).
+      ready: () => readiness(services, logger),
+      pki: services.pki,
+      orders: services.orders,
+      orderReads: services.orderReads,
+      vouchers: services.vouchers,
+      assessments: services.assessments,
+      users: services.users,
+      applications: services.applications,
+      signIn: services.signIn,
+      twoFactor: services.twoFactor,
+      sessionTokens: services.sessionTokens,
+      hashStore: services.hashStore,
+      orderFlow: services.orderFlow,
+      dcvData: services.dcvData,
+      emailApprovals: services.emailApprovals,
+      operators: services.operators,
+      operatorConsole: services.operatorConsole,
+      lifecycle: services.lifecycle,
+      reissues: services.reissues,
+      clock: services.clock,
+    },
+  );
+}

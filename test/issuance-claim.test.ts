@@ -6,7 +6,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { IssuanceClaimLost, checkCsr, type Issuer } from '../src/ca/index.js';
-import { orderId } from '../src/core/index.js';
+import { orderId, type CustomerId, type OrderId } from '../src/core/index.js';
 import { ISSUANCE_CLAIM_SECONDS, OrderFlow } from '../src/ra/issuance/order-flow.js';
 import { Reconciliation } from '../src/ra/issuance/reconciliation.js';
 import {
@@ -84,6 +84,23 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
       await orders.markAwaitingIssuance(id, { major: 'PENDING', minor: 'WF_DNS_AUTH' }, t.clock.nowSeconds()),
     ).toBe(true);
     return (await orders.byId(id))!;
+  };
+  /** Signs and records a certificate for `order` outside its issuance round (as a holder would, under `claim`). */
+  const signFor = (order: { id: OrderId; customerId: CustomerId }, claim?: string) => {
+    const product = t.services.catalog.product('TrustPoint.DV');
+    return t.services.ca.issue({
+      csr: checkCsr(testCsr().pem),
+      product: {
+        code: product.code,
+        brand: product.brand,
+        type: product.type,
+        validationLevel: product.validationLevel,
+      },
+      dnsNames: ['www.certdesk-test.com', 'certdesk-test.com'],
+      orderId: order.id,
+      customerId: order.customerId,
+      ...(claim === undefined ? {} : { issuanceClaim: claim }),
+    });
   };
   const certificatesOf = (id: number) =>
     db.kysely
@@ -202,26 +219,40 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
       ),
     ).toBe(true);
     // What the dead holder did before it died: signed under its claim, recorded.
-    const product = t.services.catalog.product('TrustPoint.DV');
-    const signed = await t.services.ca.issue({
-      csr: checkCsr(testCsr().pem),
-      product: {
-        code: product.code,
-        brand: product.brand,
-        type: product.type,
-        validationLevel: product.validationLevel,
-      },
-      dnsNames: ['www.certdesk-test.com', 'certdesk-test.com'],
-      orderId: order.id,
-      customerId: order.customerId,
-      issuanceClaim: claim,
-    });
+    const signed = await signFor(order, claim);
     expect(await new OrderCertificatesRepo(db).orphanCertificates(100)).toEqual([]);
     expect(await flow().issue(order)).toBe('done');
     expect(await signings(order.id)).toBe(1);
     expect(await certificatesOf(order.id)).toEqual([
       expect.objectContaining({ serial: signed.serial, revoked_at: null, delivered_at: expect.any(Number) }),
     ]);
+  });
+
+  it("ok/a certificate signed and not yet delivered is not yet the order's own: GET /Order shows the delivered one, and revoking that revokes the order", async () => {
+    const order = await waitingForIssuance();
+    expect(await flow().issue(order)).toBe('done');
+    const [first] = await certificatesOf(order.id);
+    const delivered = (await t.services.ca.fulfillment(first!.serial))!.certificate;
+    // A newer certificate of the order, signed and recorded, that no round has delivered (a reissue
+    // round between signing and completing, or one that died there). The order is read only now:
+    // no view of it is cached from before.
+    const undelivered = await signFor(order);
+    expect(undelivered.serial).not.toBe(first!.serial);
+    const shown = (
+      await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${order.id}?includeFulfillment=true` })
+    ).json().OrderInfo as { Fulfillment?: { Certificate?: string } };
+    expect(shown.Fulfillment?.Certificate).toBe(delivered);
+
+    const res = await t.call(c.token, {
+      method: 'DELETE',
+      url: `/rest/v1/Revoke/${order.id}`,
+      payload: { RevokeReason: 'keyCompromise', Certificate: delivered },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect((await orders.byId(order.id))?.majorStatus).toBe('REVOKED');
+    // The undelivered one is what the reconciliation would revoke; revoked here, so that the
+    // reconciliation tests below find only their own.
+    await t.services.ca.revoke(undelivered.serial, 'superseded', { actor: 'test' });
   });
 
   it('fail/a holder that stalled past its claim: its certificate is recorded revoked, it delivers nothing, the CRL lists it at once', async () => {
@@ -234,20 +265,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
     // Another actor takes the lapsed claim over and finishes the round.
     expect(await flow().issue(order)).toBe('done');
     // The stalled holder wakes up and signs under the claim it no longer holds.
-    const product = t.services.catalog.product('TrustPoint.DV');
-    const late = t.services.ca.issue({
-      csr: checkCsr(testCsr().pem),
-      product: {
-        code: product.code,
-        brand: product.brand,
-        type: product.type,
-        validationLevel: product.validationLevel,
-      },
-      dnsNames: ['www.certdesk-test.com', 'certdesk-test.com'],
-      orderId: order.id,
-      customerId: order.customerId,
-      issuanceClaim: stale,
-    });
+    const late = signFor(order, stale);
     await expect(late).rejects.toBeInstanceOf(IssuanceClaimLost);
     const certs = await certificatesOf(order.id);
     expect(certs).toHaveLength(2);
@@ -311,19 +329,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
     const order = await waitingForIssuance();
     expect(await flow().issue(order)).toBe('done');
     // A twin, as the double signing of before made them: signed for the order outside any claim.
-    const product = t.services.catalog.product('TrustPoint.DV');
-    const twin = await t.services.ca.issue({
-      csr: checkCsr(testCsr().pem),
-      product: {
-        code: product.code,
-        brand: product.brand,
-        type: product.type,
-        validationLevel: product.validationLevel,
-      },
-      dnsNames: ['www.certdesk-test.com', 'certdesk-test.com'],
-      orderId: order.id,
-      customerId: order.customerId,
-    });
+    const twin = await signFor(order);
     const reconciliation = new Reconciliation({
       orderCertificates: new OrderCertificatesRepo(db),
       ca: t.services.ca,

@@ -15,56 +15,101 @@ import { fixedQuery, type Db } from './database.js';
  * round may adopt after a crash, and the certificates no order reaches (the reconciliation).
  * Rows are written by the CA (`CaRepo`); the delivery mark here.
  */
-/** The newest certificate of an order (GET /Order); the limit is a literal, as a bound one makes SQLite prepare the statement again. */
+const CERTIFICATE_COLUMNS = ['id', 'serial', 'not_before', 'not_after', 'chain_ids'] as const;
+
+/** The newest certificate signed for an order, delivered or not; the limit is a literal, as a bound one makes SQLite prepare the statement again. */
 const newestCertificate = fixedQuery((k, orderId: OrderId) =>
   k
     .selectFrom('certificates')
-    .select(['id', 'serial', 'not_before', 'not_after', 'chain_ids'])
+    .select(CERTIFICATE_COLUMNS)
     .where('order_id', '=', orderId)
     .orderBy('id', 'desc')
     .limit(sql.lit(1)),
 );
 
+/** The newest certificate an issuance round delivered to an order: the one GET /Order shows. */
+const deliveredCertificate = fixedQuery((k, orderId: OrderId) =>
+  k
+    .selectFrom('certificates')
+    .select(CERTIFICATE_COLUMNS)
+    .where('order_id', '=', orderId)
+    .where('delivered_at', 'is not', null)
+    .orderBy('id', 'desc')
+    .limit(sql.lit(1)),
+);
+
+export interface OrderCertificateRow {
+  readonly id: CertificateId;
+  readonly serial: string;
+  readonly notBefore: number;
+  readonly notAfter: number;
+  readonly chainIds: string[];
+}
+
+function toCertificateRow(
+  r: { id: number; serial: string; not_before: number; not_after: number; chain_ids: string | null } | undefined,
+): OrderCertificateRow | undefined {
+  return r === undefined
+    ? undefined
+    : {
+        id: certificateId(r.id),
+        serial: r.serial,
+        notBefore: r.not_before,
+        notAfter: r.not_after,
+        chainIds: r.chain_ids === null ? [] : r.chain_ids.split(','),
+      };
+}
+
 export class OrderCertificatesRepo {
   constructor(private readonly db: Db) {}
 
-  /** Every certificate of an order, newest first (the first is the current one). */
-  async certificates(orderId: OrderId): Promise<{ serial: string; revokedAt: number | null; notAfter: number }[]> {
+  /** Every certificate of an order, newest first; the current one is the first delivered. */
+  async certificates(
+    orderId: OrderId,
+  ): Promise<{ serial: string; revokedAt: number | null; notAfter: number; delivered: boolean }[]> {
     const rows = await this.db.kysely
       .selectFrom('certificates')
-      .select(['serial', 'revoked_at', 'not_after'])
+      .select(['serial', 'revoked_at', 'not_after', 'delivered_at'])
       .where('order_id', '=', orderId)
       .orderBy('id', 'desc')
       .execute();
-    return rows.map((r) => ({ serial: r.serial, revokedAt: r.revoked_at, notAfter: r.not_after }));
+    return rows.map((r) => ({
+      serial: r.serial,
+      revokedAt: r.revoked_at,
+      notAfter: r.not_after,
+      delivered: r.delivered_at !== null,
+    }));
   }
 
-  /** The newest certificate issued for an order, if any (a restart after signing reuses it). */
+  /**
+   * The newest certificate signed for an order, delivered or not (a restart after signing reuses
+   * it); with `after`, only one newer than that (an issuance round's own).
+   */
   async latestCertificate(
     orderId: OrderId,
     after: CertificateId | null = null,
-  ): Promise<
-    { id: CertificateId; serial: string; notBefore: number; notAfter: number; chainIds: string[] } | undefined
-  > {
-    const r =
+  ): Promise<OrderCertificateRow | undefined> {
+    return toCertificateRow(
       after === null
         ? (await newestCertificate(this.db, orderId))[0]
         : await this.db.kysely
             .selectFrom('certificates')
-            .select(['id', 'serial', 'not_before', 'not_after', 'chain_ids'])
+            .select(CERTIFICATE_COLUMNS)
             .where('order_id', '=', orderId)
             .where('id', '>', after)
             .orderBy('id', 'desc')
-            .executeTakeFirst();
-    return r === undefined
-      ? undefined
-      : {
-          id: certificateId(r.id),
-          serial: r.serial,
-          notBefore: r.not_before,
-          notAfter: r.not_after,
-          chainIds: r.chain_ids === null ? [] : r.chain_ids.split(','),
-        };
+            .executeTakeFirst(),
+    );
+  }
+
+  /**
+   * The certificate an order has now: the newest its issuance rounds delivered. A newer one may be
+   * signed and not yet delivered (a round between signing and completing, or one that died there
+   * and is taken over), or never be (a round that lost its claim): readers never see it before its
+   * round completes the order with it.
+   */
+  async currentCertificate(orderId: OrderId): Promise<OrderCertificateRow | undefined> {
+    return toCertificateRow((await deliveredCertificate(this.db, orderId))[0]);
   }
 
   /** A customer's orders whose current certificate chains to one of `caIds` (filterScheduledToReplace). */
@@ -79,7 +124,8 @@ export class OrderCertificatesRepo {
         eb
           .selectFrom('certificates as c2')
           .select((e) => e.fn.max('c2.id').as('m'))
-          .whereRef('c2.order_id', '=', 'o.id'),
+          .whereRef('c2.order_id', '=', 'o.id')
+          .where('c2.delivered_at', 'is not', null),
       )
       .where((eb) => eb.or(caIds.map((id) => eb(sql<string>`',' || c.chain_ids || ','`, 'like', `%,${id},%`))))
       .execute();

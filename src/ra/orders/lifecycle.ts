@@ -256,10 +256,10 @@ export class Lifecycle {
     const { change, serial, reason, now } = made;
     const escalatedFrom =
       change.change === 'escalated' ? revocationReasonName(change.previousReason ?? null) : undefined;
-    // The order and its newest certificate as they are now, in this transaction (a reissue may have
-    // started or completed since the request read them).
+    // The order and its current certificate (the newest delivered) as they are now, in this
+    // transaction (a reissue may have started or completed since the request read them).
     const latest = (await tx.orders.byId(order.id)) ?? order;
-    const current = (await tx.orderCertificates.certificates(order.id))[0]?.serial === serial;
+    const current = (await tx.orderCertificates.certificates(order.id)).find((c) => c.delivered)?.serial === serial;
     let refund = false;
     if (current && (latest.majorStatus === 'COMPLETE' || latest.majorStatus === 'REISSUE')) {
       const product = this.deps.catalog.productOf(latest);

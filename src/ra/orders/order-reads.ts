@@ -60,7 +60,7 @@ export interface OrderReadsDeps {
   readonly orders: Pick<OrdersRepo, 'get' | 'tag'>;
   readonly orderQueries: Pick<OrderQueriesRepo, 'list' | 'modified'>;
   readonly orderNames: Pick<OrderNamesRepo, 'names'>;
-  readonly orderCertificates: Pick<OrderCertificatesRepo, 'latestCertificate' | 'chainingTo'>;
+  readonly orderCertificates: Pick<OrderCertificatesRepo, 'currentCertificate' | 'chainingTo'>;
   readonly scans: Pick<ScansRepo, 'latest'>;
   /**
    * The issuer's optional capabilities (ca/issuer.ts `IssuerCapabilities`): the Fulfillment of a
@@ -171,7 +171,7 @@ export class OrderReads {
       orders.map(async (order) => {
         const own = names.filter((n) => n.orderId === order.id);
         const latest =
-          order.issuedAt === null ? undefined : await this.deps.orderCertificates.latestCertificate(order.id);
+          order.issuedAt === null ? undefined : await this.deps.orderCertificates.currentCertificate(order.id);
         // The chain and the PKCS#7 bundle are built only when Fulfillment is asked for.
         const full =
           latest !== undefined && withCertificates

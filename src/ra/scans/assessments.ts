@@ -80,7 +80,7 @@ export type Scanner = (target: ScanTarget) => Promise<HostReport>;
 
 export interface AssessmentsDeps {
   readonly orders: Pick<OrdersRepo, 'get' | 'byId'>;
-  readonly orderCertificates: Pick<OrderCertificatesRepo, 'latestCertificate'>;
+  readonly orderCertificates: Pick<OrderCertificatesRepo, 'currentCertificate'>;
   readonly certificates: Pick<IssuerCapabilities, 'fulfillment'>;
   readonly scans: ScansRepo;
   readonly jobs: Pick<JobsRepo, 'enqueue'>;
@@ -242,7 +242,7 @@ export class Assessments {
   /** Scans every name of the order (a few at a time) and stores the report. */
   private async scanOrder(order: Order, kind: ScanKind): Promise<ScanReport> {
     const names = scannedNames(order);
-    const latest = order.issuedAt === null ? undefined : await this.deps.orderCertificates.latestCertificate(order.id);
+    const latest = order.issuedAt === null ? undefined : await this.deps.orderCertificates.currentCertificate(order.id);
     const pem =
       latest === undefined ? undefined : (await this.deps.certificates.fulfillment?.(latest.serial))?.certificate;
     const at = this.deps.clock.nowSeconds();

@@ -236,18 +236,45 @@ function preparing(client: pg.PoolClient, names: StatementNames): void {
 }
 
 /**
+ * How often a transaction PostgreSQL chose as a deadlock's victim, or failed for a serialization
+ * conflict, is run again from the start: the conflicting transaction commits or rolls back
+ * meanwhile, so a second run rarely meets it again.
+ */
+const CONFLICT_RERUNS = 3;
+
+/** PostgreSQL's deadlock victim (40P01) and serialization failure (40001): nothing of the transaction was kept. */
+function isConflict(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+/**
  * Runs `fn` in one transaction. The Db it is given writes through the transaction, so
  * repositories built on it join it: all their changes commit together or not at all.
+ *
+ * A transaction that failed only because of another one (a deadlock PostgreSQL broke by aborting
+ * this one, a serialization conflict) or a prepared statement a schema change invalidated has
+ * rolled back whole: it is run again from the start, after a short random pause on a conflict so
+ * that the two do not meet again in step. So `fn` must have no effect outside the transaction that
+ * a second run would repeat (outbox rows, not mail; values reset, not accumulated).
  */
 export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
   const run = () => db.kysely.transaction().execute((trx) => fn({ ...db, kysely: trx }));
-  try {
-    return await run();
-  } catch (e) {
-    // A prepared statement a schema change invalidated failed the transaction, and was renamed
-    // (`preparing`): the transaction rolled back, so it is run once more from the start.
-    if (!isReplannedStatement(e)) throw e;
-    return run();
+  let replanned = false;
+  for (let conflicts = 0; ;) {
+    try {
+      return await run();
+    } catch (e) {
+      // A prepared statement a schema change invalidated failed the transaction, and was renamed
+      // (`preparing`): it is run once more from the start.
+      if (isReplannedStatement(e) && !replanned) {
+        replanned = true;
+        continue;
+      }
+      if (!isConflict(e) || conflicts >= CONFLICT_RERUNS) throw e;
+      conflicts++;
+      await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 20 * conflicts)));
+    }
   }
 }
 

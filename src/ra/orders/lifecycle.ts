@@ -214,8 +214,12 @@ export class Lifecycle {
     // without its record, and no record without the revocation.
     const result = await this.deps.ca.revoke(serial, reason, {
       actor: actorName(actor.principal),
-      // The order's row before the certificate's, as an issuance completion takes them.
-      lock: (tx) => tx.orders.hold(order.id),
+      // The order's row before the certificate's, as an issuance completion takes them. Each run
+      // of the transaction starts here (a deadlock's victim runs again): nothing refunded yet.
+      lock: (tx) => {
+        refunded = false;
+        return tx.orders.hold(order.id);
+      },
       record: async (change, tx) => {
         refunded = await this.recordRevocation(tx, actor, order, { change, serial, reason, now });
       },

@@ -3,11 +3,11 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { caFixtureDataDir } from './support/ca-fixture.js';
-import { checkCsr } from '../src/ca/index.js';
 import { loadConfig } from '../src/config/index.js';
-import { customerId } from '../src/core/index.js';
+import { customerId, orderId as toOrderId } from '../src/core/index.js';
 import { createServices, createWebApp } from '../src/main.js';
 import { testCsr } from './support/csr.js';
+import { signForOrder } from './support/stray-certificates.js';
 
 const run = promisify(execFile);
 const BIN = new URL('../bin/certdesk', import.meta.url).pathname;
@@ -55,19 +55,11 @@ describe('certdesk ca orphans', { timeout: 180_000 }, () => {
     });
     expect(placed.statusCode, placed.body).toBe(200);
     const orderId = placed.json().ServiceOrderID as number;
-    const product = services.catalog.product('TrustPoint.DV');
-    const stray = await services.ca.issue({
-      csr: checkCsr(testCsr().pem),
-      product: {
-        code: product.code,
-        brand: product.brand,
-        type: product.type,
-        validationLevel: product.validationLevel,
-      },
-      dnsNames: ['www.certdesk-test.com'],
-      orderId,
-      customerId: customerId(created.customer.id),
-    });
+    const stray = await signForOrder(
+      services,
+      { id: toOrderId(orderId), customerId: customerId(created.customer.id) },
+      { names: ['www.certdesk-test.com'] },
+    );
     const metric = async () =>
       /certdesk_orphan_certificates (\d+)/.exec((await app.inject({ method: 'GET', url: '/metrics' })).body)?.[1];
     expect(await metric()).toBe('1');

@@ -1,11 +1,13 @@
 // The issuance claim, actor by actor (see IssuanceRounds.issue): who may sign an order's round, who
 // waits, who takes over, and what happens to a certificate signed under a claim that was lost.
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { IssuanceClaimLost, checkCsr, type Issuer } from '../src/ca/index.js';
+import { IssuanceClaimLost, type Issuer } from '../src/ca/index.js';
 import { orderId, type CustomerId, type OrderId } from '../src/core/index.js';
 import { ISSUANCE_CLAIM_SECONDS, OrderFlow } from '../src/ra/issuance/order-flow.js';
 import { Reconciliation } from '../src/ra/issuance/reconciliation.js';
@@ -22,7 +24,8 @@ import {
 import { DcvResolver } from '../src/validation/index.js';
 import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
 import { testCsr } from './support/csr.js';
-import { testDialects } from './support/databases.js';
+import { testDialects, waitUntilBlockedBy } from './support/databases.js';
+import { signForOrder } from './support/stray-certificates.js';
 import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
 
 const contact = { FirstName: 'Ada', LastName: 'Lovelace', Phone: '+49 30 1234567', Email: 'ada@certdesk-test.com' };
@@ -86,22 +89,8 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
     return (await orders.byId(id))!;
   };
   /** Signs and records a certificate for `order` outside its issuance round (as a holder would, under `claim`). */
-  const signFor = (order: { id: OrderId; customerId: CustomerId }, claim?: string) => {
-    const product = t.services.catalog.product('TrustPoint.DV');
-    return t.services.ca.issue({
-      csr: checkCsr(testCsr().pem),
-      product: {
-        code: product.code,
-        brand: product.brand,
-        type: product.type,
-        validationLevel: product.validationLevel,
-      },
-      dnsNames: ['www.certdesk-test.com', 'certdesk-test.com'],
-      orderId: order.id,
-      customerId: order.customerId,
-      ...(claim === undefined ? {} : { issuanceClaim: claim }),
-    });
-  };
+  const signFor = (order: { id: OrderId; customerId: CustomerId }, claim?: string) =>
+    signForOrder(t.services, order, claim === undefined ? {} : { claim });
   const certificatesOf = (id: number) =>
     db.kysely
       .selectFrom('certificates')
@@ -237,23 +226,78 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
     // round between signing and completing, or one that died there). The order is read only now:
     // no view of it is cached from before.
     const undelivered = await signFor(order);
-    expect(undelivered.serial).not.toBe(first!.serial);
-    const shown = (
-      await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${order.id}?includeFulfillment=true` })
-    ).json().OrderInfo as { Fulfillment?: { Certificate?: string } };
-    expect(shown.Fulfillment?.Certificate).toBe(delivered);
+    try {
+      expect(undelivered.serial).not.toBe(first!.serial);
+      const shown = (
+        await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${order.id}?includeFulfillment=true` })
+      ).json().OrderInfo as { Fulfillment?: { Certificate?: string } };
+      expect(shown.Fulfillment?.Certificate).toBe(delivered);
 
-    const res = await t.call(c.token, {
-      method: 'DELETE',
-      url: `/rest/v1/Revoke/${order.id}`,
-      payload: { RevokeReason: 'keyCompromise', Certificate: delivered },
-    });
-    expect(res.statusCode, res.body).toBe(200);
-    expect((await orders.byId(order.id))?.majorStatus).toBe('REVOKED');
-    // The undelivered one is what the reconciliation would revoke; revoked here, so that the
-    // reconciliation tests below find only their own.
-    await t.services.ca.revoke(undelivered.serial, 'superseded', { actor: 'test' });
+      const res = await t.call(c.token, {
+        method: 'DELETE',
+        url: `/rest/v1/Revoke/${order.id}`,
+        payload: { RevokeReason: 'keyCompromise', Certificate: delivered },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ success: true });
+      expect((await orders.byId(order.id))?.majorStatus).toBe('REVOKED');
+    } finally {
+      // The undelivered one is what the reconciliation would revoke; revoked here, so that the
+      // reconciliation tests below find only their own.
+      await t.services.ca.revoke(undelivered.serial, 'superseded', { actor: 'test' });
+    }
   });
+
+  // Two connections are needed to interleave them: SQLite has one, its transactions run one after another.
+  it.runIf(dialect.dialect === 'postgres')(
+    'race/a reissue starting while the round before it records a certificate: the new round can never adopt that certificate',
+    async () => {
+      const order = await waitingForIssuance();
+      expect(await flow().issue(order)).toBe('done');
+      const [first] = await certificatesOf(order.id);
+      const raw = new pg.Client({ connectionString: db.url });
+      await raw.connect();
+      const lateSerial = `7E${randomBytes(15).toString('hex').toUpperCase()}`;
+      try {
+        if (db.schema !== undefined) await raw.query(`SET search_path TO "${db.schema}"`);
+        // The CA recording a certificate for the order, paused between its two steps: the
+        // order's row held (as recordLeavesUnderClaims holds it), the certificate not yet written.
+        await raw.query('BEGIN');
+        await raw.query('UPDATE orders SET issuance_claim = issuance_claim WHERE id = $1', [order.id]);
+        const rawPid = Number((await raw.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+        const reissuing = t.call(c.token, {
+          method: 'POST',
+          url: '/rest/v1/Reissue',
+          payload: { ServiceOrderID: order.id },
+        });
+        await waitUntilBlockedBy(db, rawPid);
+        const late = await raw.query<{ id: number }>(
+          `INSERT INTO certificates (order_id, customer_id, issuer_id, key_id, serial, pem, chain_pem, pkcs7_pem,
+             not_before, not_after, created_at, chain_ids, profile)
+           SELECT order_id, customer_id, issuer_id, key_id, $2, pem, chain_pem, pkcs7_pem,
+             not_before, not_after, created_at, chain_ids, profile FROM certificates WHERE serial = $1
+           RETURNING id`,
+          [first!.serial, lateSerial],
+        );
+        await raw.query('COMMIT');
+        const res = await reissuing;
+        expect(res.statusCode, res.body).toBe(200);
+        // The new round's boundary is at or past the late certificate: it is not the round's to adopt.
+        const round = (await orders.byId(order.id))!;
+        expect(Number(round.reissueBaseCert)).toBe(Number(late.rows[0]!.id));
+        expect(
+          await new OrderCertificatesRepo(db).adoptableCertificate(order.id, round.reissueBaseCert),
+        ).toBeUndefined();
+      } finally {
+        await raw.query('ROLLBACK').catch(() => undefined);
+        await raw.end();
+        if ((await certificatesOf(order.id)).some((x) => x.serial === lateSerial && x.revoked_at === null))
+          await t.services.ca.revoke(lateSerial, 'superseded', { actor: 'test' });
+      }
+    },
+    30_000,
+  );
+  if (dialect.dialect === 'sqlite') console.warn('the reissue boundary race is not run on SQLite: one connection');
 
   it('fail/a holder that stalled past its claim: its certificate is recorded revoked, it delivers nothing, the CRL lists it at once', async () => {
     const order = await waitingForIssuance();

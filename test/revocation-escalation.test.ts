@@ -2,11 +2,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestContext, TestCustomer } from './support/app.js';
-import { testDialects } from './support/databases.js';
+import { testDialects, waitUntilBlockedBy } from './support/databases.js';
 import { dnsOrderBody, issuingContext, type IssuingContext } from './support/issuing-context.js';
 import { ocspStatus } from './support/openssl-checks.js';
 import { allowCrlWrites, refuseCrlWrites } from './support/refusals.js';
@@ -273,15 +272,7 @@ describe.each(testDialects())('revocation reasons on $dialect', (dialect) => {
           const rawPid = Number((await raw.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
           const revoking = revoke(o, 'superseded');
           // Wait until the revocation waits for the order's row.
-          for (let i = 0; i < 600; i++) {
-            const waiting = await t.db.kysely
-              .selectFrom(sql<{ pid: number }>`pg_stat_activity`.as('a'))
-              .select('pid')
-              .where(sql<boolean>`${rawPid} = ANY(pg_blocking_pids(pid))`)
-              .execute();
-            if (waiting.length > 0) break;
-            await new Promise((r) => setTimeout(r, 50));
-          }
+          await waitUntilBlockedBy(t.db, rawPid);
           // Its certificate is not locked yet: the completion goes on and commits.
           await raw.query('UPDATE certificates SET delivered_at = delivered_at WHERE serial = $1', [o.serial]);
           await raw.query('COMMIT');

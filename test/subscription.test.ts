@@ -1,10 +1,13 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { customerId, orderId } from '../src/core/index.js';
 import { createWorker } from '../src/main.js';
+import { OrderQueriesRepo } from '../src/storage/index.js';
 import type { Worker } from '../src/jobs/index.js';
 import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
 import { testDialects } from './support/databases.js';
 import { testCsr } from './support/csr.js';
+import { signForOrder } from './support/stray-certificates.js';
 import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
 import { allowMail, refuseMail } from './support/refusals.js';
 
@@ -198,4 +201,24 @@ describe.each(testDialects())('a two-year subscription on $dialect', (dialect) =
       t.clock.set(start);
     }
   }, 120_000);
+
+  it('ok/a newer certificate signed for the order and never delivered does not put its renewal off: due by the delivered one', async () => {
+    await publish();
+    const start = t.clock.nowSeconds();
+    const id = await placeSubscription();
+    const o = await row(id);
+    const due = async () =>
+      (await new OrderQueriesRepo(t.db).subscriptionsDue(t.clock.nowSeconds(), 30 * DAY)).map((x) => Number(x.id));
+    // Signed a month later (a round that lost its claim, say): it would end a month after the delivered one.
+    t.clock.set(start + 30 * DAY);
+    const undelivered = await signForOrder(t.services, { id: orderId(id), customerId: customerId(c.customerId) });
+    try {
+      expect(undelivered.notAfter).toBeGreaterThan(o.cert_not_after! + 20 * DAY);
+      t.clock.set(o.cert_not_after! - 29 * DAY);
+      expect(await due()).toContain(id);
+    } finally {
+      await t.services.ca.revoke(undelivered.serial, 'superseded', { actor: 'test' });
+      t.clock.set(start);
+    }
+  });
 });

@@ -201,7 +201,7 @@ export class OrderQueriesRepo {
 
   /**
    * Subscriptions due for their next certificate: COMPLETE orders whose term ends after their
-   * current certificate, which expires within `horizon` seconds.
+   * current certificate (the newest delivered), which expires within `horizon` seconds.
    */
   async subscriptionsDue(now: number, horizon: number): Promise<Order[]> {
     const rows = await this.db.kysely
@@ -213,7 +213,8 @@ export class OrderQueriesRepo {
         eb
           .selectFrom('certificates as c2')
           .select((e) => e.fn.max('c2.id').as('m'))
-          .whereRef('c2.order_id', '=', 'o.id'),
+          .whereRef('c2.order_id', '=', 'o.id')
+          .where('c2.delivered_at', 'is not', null),
       )
       .where('o.term_end', 'is not', null)
       .whereRef('o.term_end', '>', 'c.not_after')

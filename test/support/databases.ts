@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest, openDatabase, type Db, type Dialect } from '../../src/storage/index.js';
 
@@ -90,4 +91,19 @@ async function openPostgres(url: string): Promise<Db> {
     throw e;
   }
   return { ...db, close };
+}
+
+/**
+ * Waits (up to 30 s) until some session of `db`'s PostgreSQL server waits for a lock held by the
+ * backend `pid`: a statement sent on another connection has reached the lock it must wait for.
+ */
+export async function waitUntilBlockedBy(db: Db, pid: number): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const { rows } = await sql<{
+      pid: number;
+    }>`SELECT pid FROM pg_stat_activity WHERE ${pid} = ANY(pg_blocking_pids(pid))`.execute(db.kysely);
+    if (rows.length > 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`nothing waited for backend ${pid} within 30 s`);
 }

@@ -152,7 +152,6 @@ export class Reissues {
     });
     const allShown = newNames.every((n) => n.status === 'VALIDATED');
     const dcv = await dcvExpectations(this.deps, customer, brand, csr, names);
-    const base = await this.deps.orderCertificates.latestCertificate(order.id);
     const params: OrderParameters = {
       ...order.parameters,
       SubjectAltNames: sanHosts,
@@ -160,6 +159,12 @@ export class Reissues {
       SignatureHashAlgorithm: sha,
     };
     const started = await this.deps.transact(async (tx) => {
+      // The round's boundary: the newest certificate signed for the order, read with the order's
+      // row held. A round in progress records its certificate holding that row too, so it is
+      // either below the boundary (never adopted by this round; its own completion fails and
+      // revokes it) or recorded after this commit (revoked there: its claim is gone).
+      await tx.orders.hold(order.id);
+      const base = await tx.orderCertificates.latestCertificate(order.id);
       const ok = await tx.orders.setPendingReissue(
         order.id,
         major,

@@ -3,6 +3,7 @@ import { testDialects } from '../../test/support/databases.js';
 import { money, type CustomerId, type OrderId } from '../core/index.js';
 import { CustomersRepo } from './customers-repo.js';
 import type { Db } from './database.js';
+import { OrderCertificatesRepo } from './order-certificates-repo.js';
 import { OrderNamesRepo } from './order-names-repo.js';
 import { OrderQueriesRepo } from './order-queries-repo.js';
 import { OrdersRepo, type NewOrder } from './orders-repo.js';
@@ -286,5 +287,50 @@ describe.each(testDialects())('OrdersRepo on $dialect', ({ open }) => {
       failureReason: 'reissue abandoned',
       issuedAt: 1100,
     });
+  });
+
+  it("ok/an order's current certificate is its newest delivered one; the newest signed is only the round's boundary", async () => {
+    const id = await place();
+    let n = 0;
+    const certificate = async (chain: string, delivered: boolean) => {
+      const serial = `6C${(++n).toString(16).toUpperCase().padStart(30, '0')}`;
+      await db.kysely
+        .insertInto('certificates')
+        .values({
+          order_id: id,
+          customer_id: customer,
+          issuer_id: `${chain}-int`,
+          key_id: chain,
+          serial,
+          pem: '',
+          chain_pem: '',
+          pkcs7_pem: '',
+          not_before: 1000,
+          not_after: 1000 + n * 100,
+          created_at: 1000,
+          chain_ids: `${chain}-int,${chain}-root`,
+          profile: 'tls-dv',
+        })
+        .execute();
+      if (delivered) await new OrderCertificatesRepo(db).markDelivered(serial, 1000);
+      return serial;
+    };
+    const repo = new OrderCertificatesRepo(db);
+    const first = await certificate('old', true);
+    const signed = await certificate('new', false);
+    expect((await repo.currentCertificate(id))?.serial).toBe(first);
+    expect((await repo.latestCertificate(id))?.serial).toBe(signed);
+    expect((await repo.certificates(id)).map((c) => [c.serial, c.delivered])).toEqual([
+      [signed, false],
+      [first, true],
+    ]);
+    // filterScheduledToReplace: by the certificate delivered, not the one only signed.
+    expect(await repo.chainingTo(customer, ['old-root'])).toEqual([id]);
+    expect(await repo.chainingTo(customer, ['new-root'])).toEqual([]);
+    // Delivered, the newer one is the order's.
+    await repo.markDelivered(signed, 1100);
+    expect((await repo.currentCertificate(id))?.serial).toBe(signed);
+    expect(await repo.chainingTo(customer, ['old-root'])).toEqual([]);
+    expect(await repo.chainingTo(customer, ['new-root'])).toEqual([id]);
   });
 });

@@ -14,10 +14,9 @@ import {
   readOrCreateKeyFile,
   secretMac,
   secretSealer,
-  type BrandHierarchy,
   type IssuerWithCapabilities,
-  type KeyPairSource,
 } from './ca/index.js';
+import { brandHierarchies, caKeyFile, caRoots } from './ca-setup.js';
 import { recordingIssuer } from './ca/recording-issuer.js';
 import { Accounts } from './ra/accounts/accounts.js';
 import { HashStore } from './ra/hash-store/hash-store.js';
@@ -66,6 +65,7 @@ import { logRedaction } from './web/log-redaction.js';
 import { createMetrics } from './web/ops/metrics.js';
 // The parts a process runs over the services (worker, HTTP app), for the callers that import them from here.
 export { createWebApp, createWorker } from './process-parts.js';
+export { caKeyFile, initCa } from './ca-setup.js';
 export type { Services } from './services.js';
 import type { Services } from './services.js';
 
@@ -333,78 +333,6 @@ export async function createServices(config: Config, options: ServiceOptions = {
     redis,
     close,
   };
-}
-
-/** The built-in CA's roots (PEM), for the scans' trust store; none before `ca init` made them. */
-function caRoots(ca: BuiltinCa, catalog: CatalogService): string[] {
-  const roots = new Set<string>();
-  for (const brand of catalog.brands())
-    for (const sha of brand.signatureHashAlgorithms) {
-      try {
-        roots.add(ca.chain(brand.id, sha).root);
-      } catch {
-        // That chain is not made yet (or the brand has none): nothing to trust.
-      }
-    }
-  return [...roots];
-}
-
-/** CERTDESK_CA_KEY_FILE, else `ca-keys.secret` in the data directory. */
-export function caKeyFile(config: Config): string {
-  if (config.caKeyFile !== undefined && config.caKeyFile !== '') return config.caKeyFile;
-  const dir = resolve(config.dataDir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return join(dir, 'ca-keys.secret');
-}
-
-/** The CA's view of each catalog brand: its hierarchy id, chains, and whether it sells code signing or S/MIME. */
-function brandHierarchies(catalog: CatalogService): BrandHierarchy[] {
-  const types = new Map<string, Set<string>>();
-  for (const code of catalog.productCodes()) {
-    const p = catalog.product(code);
-    if (!types.has(p.brand)) types.set(p.brand, new Set());
-    types.get(p.brand)!.add(p.type);
-  }
-  return catalog.brands().map((b) => ({
-    id: b.id,
-    name: b.name,
-    issuer: b.issuer,
-    signatureHashAlgorithms: b.signatureHashAlgorithms,
-    codeSigning: types.get(b.id)?.has('CODESIGN') ?? false,
-    smime: types.get(b.id)?.has('SMIME') ?? false,
-  }));
-}
-
-/**
- * `ca init` at a first start: creates what is missing of the CA hierarchy, tolerant of another
- * process doing the same at the same moment (the CA adopts what the other stored first; a failure
- * is retried from what is stored). Throws after the fifth failure.
- */
-export async function initCa(
-  ca: BuiltinCa,
-  logger: Pick<Logger, 'info' | 'warn'>,
-  config: Pick<Config, 'caRsaRootBits' | 'caRsaIntermediateBits'>,
-  keyPairs?: KeyPairSource,
-): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const started = Date.now();
-      const created = await ca.init({
-        log: (line) => logger.info(line),
-        rsaRootBits: config.caRsaRootBits,
-        rsaIntermediateBits: config.caRsaIntermediateBits,
-        ...(keyPairs === undefined ? {} : { keyPairs }),
-      });
-      if (created.length > 0) logger.info({ created, ms: Date.now() - started }, 'CA hierarchy created');
-      return;
-    } catch (err) {
-      await ca.load();
-      if (ca.isInitialized()) return;
-      if (attempt >= 5) throw err;
-      logger.warn({ err }, 'CA init failed (a race with another process?): retrying');
-      await new Promise((r) => setTimeout(r, 2000));
-    }
-  }
 }
 
 /** A pino logger that never writes secrets; to stdout unless given another destination. */

@@ -1,5 +1,5 @@
 import type { CustomerId } from '../core/index.js';
-import { insertRows, type Db } from './database.js';
+import { rowsInsert, writeLater, type Db } from './database.js';
 
 export interface AuditEvent {
   readonly at: number;
@@ -12,6 +12,8 @@ export interface AuditEvent {
   readonly details?: Record<string, unknown>;
 }
 
+const AUDIT_COLUMNS = ['at', 'customer_id', 'actor', 'client_address', 'action', 'subject', 'details'] as const;
+
 /** Append-only audit log. */
 export class AuditRepo {
   constructor(private readonly db: Db) {}
@@ -20,22 +22,22 @@ export class AuditRepo {
     await this.appendMany([event]);
   }
 
-  /** Several events in one statement (the CA writes its signing events in batches). */
+  /**
+   * Several events in one statement (the CA writes its signing events in batches). In a
+   * transaction on PostgreSQL the statement goes with the transaction's next one (`writeLater`).
+   */
   async appendMany(events: readonly AuditEvent[]): Promise<void> {
-    await insertRows(
-      this.db,
-      'audit_events',
-      ['at', 'customer_id', 'actor', 'client_address', 'action', 'subject', 'details'],
-      events.map((event) => ({
-        at: event.at,
-        customer_id: event.customerId,
-        actor: event.actor,
-        client_address: event.clientAddress,
-        action: event.action,
-        subject: event.subject,
-        details: event.details === undefined ? null : JSON.stringify(event.details),
-      })),
-    );
+    if (events.length === 0) return;
+    const rows = events.map((event) => ({
+      at: event.at,
+      customer_id: event.customerId,
+      actor: event.actor,
+      client_address: event.clientAddress,
+      action: event.action,
+      subject: event.subject,
+      details: event.details === undefined ? null : JSON.stringify(event.details),
+    }));
+    await writeLater(this.db, 'audit_events', rowsInsert(this.db, 'audit_events', AUDIT_COLUMNS, rows));
   }
 
   async listByCustomer(customer: CustomerId, limit = 100): Promise<(AuditEvent & { id: number })[]> {

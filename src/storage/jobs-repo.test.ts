@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { testDialects } from '../../test/support/databases.js';
 import { jobId, type JobId } from '../core/index.js';
@@ -12,7 +13,7 @@ const purge = (runAt: number, uniqueKey?: string) => ({
   uniqueKey,
 });
 
-describe.each(testDialects())('JobsRepo on $dialect', ({ open }) => {
+describe.each(testDialects())('JobsRepo on $dialect', ({ dialect, open }) => {
   let db: Db;
   let repo: JobsRepo;
   beforeAll(async () => {
@@ -209,4 +210,62 @@ describe.each(testDialects())('JobsRepo on $dialect', ({ open }) => {
     expect((await repo.byId(taken[0]!.id === a ? b : a))?.leaseOwner).toBe('alive');
     expect(await repo.endLeasesOfGoneOwners((owner) => owner === 'gone', T + 2)).toBe(0);
   });
+
+  const pg = dialect === 'postgres';
+  if (!pg) console.warn('the jobs conflict-rerun tests are PostgreSQL only (SQLite has one writer at a time)');
+  /**
+   * PostgreSQL aborts the next `event` on jobs once with a serialization failure, as it would for a
+   * conflict with another transaction (a sequence counts the calls: it is not rolled back).
+   */
+  async function conflictOnce(event: 'INSERT' | 'UPDATE', fn: () => Promise<void>): Promise<void> {
+    await sql`CREATE SEQUENCE jobs_conflict_calls`.execute(db.kysely);
+    await sql
+      .raw(
+        `CREATE FUNCTION jobs_conflict_once() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF nextval('jobs_conflict_calls') = 1 THEN
+          RAISE EXCEPTION 'could not serialize access due to concurrent update' USING ERRCODE = '40001';
+        END IF;
+        RETURN NEW;
+      END $$`,
+      )
+      .execute(db.kysely);
+    await sql
+      .raw(
+        `CREATE TRIGGER jobs_conflict_once BEFORE ${event} ON jobs FOR EACH ROW EXECUTE FUNCTION jobs_conflict_once()`,
+      )
+      .execute(db.kysely);
+    try {
+      await fn();
+      expect(
+        Number(
+          (await sql<{ n: string }>`SELECT last_value AS n FROM jobs_conflict_calls`.execute(db.kysely)).rows[0]!.n,
+        ),
+      ).toBeGreaterThan(1);
+    } finally {
+      await sql`DROP TRIGGER jobs_conflict_once ON jobs`.execute(db.kysely);
+      await sql`DROP FUNCTION jobs_conflict_once()`.execute(db.kysely);
+      await sql`DROP SEQUENCE jobs_conflict_calls`.execute(db.kysely);
+    }
+  }
+
+  it.skipIf(!pg)('ok/an enqueue PostgreSQL aborted for a conflict runs again: the job is queued once', async () => {
+    await conflictOnce('INSERT', async () => {
+      const { created } = await repo.enqueue(purge(T, 'rerun'), T);
+      expect(created).toBe(true);
+    });
+    expect(await repo.countByStatus()).toEqual({ queued: 1, running: 0, done: 0, dead: 0 });
+  });
+
+  it.skipIf(!pg)(
+    'ok/a claim PostgreSQL aborted for a conflict runs again: the job is leased once, its attempt counted once',
+    async () => {
+      const { id } = await repo.enqueue(purge(T), T);
+      await conflictOnce('UPDATE', async () => {
+        const claimed = await repo.claimDue('w1', T, 30, 10);
+        expect(claimed.map((j) => [j.id, j.attempts])).toEqual([[id, 1]]);
+      });
+      expect(await repo.byId(id)).toMatchObject({ status: 'running', leaseOwner: 'w1', attempts: 1 });
+    },
+  );
 });

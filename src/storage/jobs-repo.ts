@@ -1,7 +1,7 @@
 import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import { jobId, type JobId } from '../core/index.js';
 import { JOB_STATUSES, type JobName, type JobPayloads, type JobStatus } from '../core/jobs.js';
-import type { Db } from './database.js';
+import { inTransaction, writeLater, type Db } from './database.js';
 import type { DB, JobsTable } from './schema.js';
 
 export interface NewJob<N extends JobName> {
@@ -104,11 +104,11 @@ export class JobsRepo {
    * unique key wins; nothing is inserted then.
    */
   async enqueueInTransaction<N extends JobName>(job: Omit<NewJob<N>, 'takeKeyFrom'>, now: number): Promise<void> {
-    await this.db.kysely
+    const insert = this.db.kysely
       .insertInto('jobs')
       .values(queuedRow(job, now))
-      .onConflict((oc) => oc.column('unique_key').doNothing())
-      .execute();
+      .onConflict((oc) => oc.column('unique_key').doNothing());
+    await writeLater(this.db, 'jobs', insert.compile());
   }
 
   /**
@@ -120,20 +120,20 @@ export class JobsRepo {
     job: Omit<NewJob<N>, 'takeKeyFrom'> & { uniqueKey: string },
     now: number,
   ): Promise<void> {
-    await this.db.kysely
+    const upsert = this.db.kysely
       .insertInto('jobs')
       .values(queuedRow(job, now))
       .onConflict((oc) =>
         oc.column('unique_key').doUpdateSet({ run_at: job.runAt, updated_at: now }).where('jobs.status', '=', 'queued'),
-      )
-      .execute();
+      );
+    await writeLater(this.db, 'jobs', upsert.compile());
   }
 
   async enqueue<N extends JobName>(job: NewJob<N>, now: number): Promise<EnqueueResult> {
     const values = queuedRow(job, now);
     // A conflicting job can finish (and release the key) between our INSERT and SELECT: try again.
     for (let attempt = 0; attempt < 5; attempt++) {
-      const result = await this.db.kysely.transaction().execute(async (trx) => {
+      const result = await inTransaction(this.db, async ({ kysely: trx }) => {
         if (job.takeKeyFrom !== undefined && job.uniqueKey !== undefined) {
           await trx
             .updateTable('jobs')
@@ -333,11 +333,12 @@ export class JobsRepo {
     return res.numUpdatedRows > 0n;
   }
 
-  // PostgreSQL: an ordinary transaction (row locks do the work). SQLite: BEGIN IMMEDIATE takes
+  // PostgreSQL: an ordinary transaction (row locks do the work), run again should PostgreSQL abort
+  // it for a deadlock or a serialization conflict (`inTransaction`). SQLite: BEGIN IMMEDIATE takes
   // the write lock before the SELECT, so another process cannot claim between our read and write
   // (a deferred transaction would instead fail with SQLITE_BUSY when it upgraded).
   private async inWriteTransaction<T>(fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
-    if (this.db.dialect === 'postgres') return this.db.kysely.transaction().execute(fn);
+    if (this.db.dialect === 'postgres') return inTransaction(this.db, (tx) => fn(tx.kysely));
     return this.db.kysely.connection().execute(async (conn) => {
       await sql`begin immediate`.execute(conn);
       try {

@@ -7,7 +7,7 @@ import {
   type CustomerId,
   type OrderId,
 } from '../core/index.js';
-import { fixedQuery, type Db } from './database.js';
+import { fixedQuery, writeLater, type Db } from './database.js';
 
 /**
  * The certificates of orders, as the order side sees them: an order's certificates and its
@@ -134,12 +134,12 @@ export class OrderCertificatesRepo {
 
   /** Records that an issuance round delivered this certificate to its order (the reconciliation's mark). */
   async markDelivered(serial: string, at: number): Promise<void> {
-    await this.db.kysely
+    const update = this.db.kysely
       .updateTable('certificates')
       .set({ delivered_at: at })
       .where('serial', '=', serial)
-      .where('delivered_at', 'is', null)
-      .execute();
+      .where('delivered_at', 'is', null);
+    await writeLater(this.db, 'certificates', update.compile());
   }
 
   /** Whether an issuance round delivered this certificate to its order. */

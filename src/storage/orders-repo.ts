@@ -10,7 +10,7 @@ import {
   type OrganizationInfo,
   type VettedData,
 } from '../core/index.js';
-import { fixedQuery, type Db } from './database.js';
+import { fixedQuery, writeLater, type Db } from './database.js';
 import { OrderNamesRepo } from './order-names-repo.js';
 import { readOrderTag, type OrderTag } from './order-tags.js';
 import {
@@ -84,10 +84,10 @@ export class OrdersRepo {
     amount: number,
     at: number,
   ): Promise<void> {
-    await this.db.kysely
+    const insert = this.db.kysely
       .insertInto('ledger')
-      .values({ customer_id: customerId, order_id: orderId, kind, amount_minor: amount, created_at: at })
-      .execute();
+      .values({ customer_id: customerId, order_id: orderId, kind, amount_minor: amount, created_at: at });
+    await writeLater(this.db, 'ledger', insert.compile());
   }
 
   async byPartnerOrderId(

@@ -174,10 +174,9 @@ export class OrderPlacement {
       const created = await tx.orders.insertOrder(order);
       const orderId = created.id;
       await how.pay(tx, orderId, now);
-      const storedNames = await tx.orderNames.insertNames(orderId, names);
+      // The charge, the job and the audit row read nothing back: on PostgreSQL they go to the
+      // server with the names (storage `writeLater`).
       await tx.orders.insertLedger(customerId, orderId, 'charge', checked.priceMinor, now);
-      // The approval mails commit with the order: never an order without them, nor mail for none.
-      if (method === 'EMAIL') await this.deps.approvals.mailPendingIn(tx, created);
       // The first DCV check is queued with the order: an accepted order always has its job. One this
       // request issues inline is looked at once the request has had its time (the job finds it done, or
       // takes the round over from a request that died).
@@ -201,6 +200,9 @@ export class OrderPlacement {
           partnerOrderId,
         },
       });
+      const storedNames = await tx.orderNames.insertNames(orderId, names);
+      // The approval mails commit with the order: never an order without them, nor mail for none.
+      if (method === 'EMAIL') await this.deps.approvals.mailPendingIn(tx, created);
       return { order: created, names: storedNames };
     });
     try {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -10,6 +9,7 @@ import {
   type SqliteDatabase,
 } from 'kysely';
 import pg from 'pg';
+import { isReplannedStatement, markedLater, sendingLater, statementNames } from './pg-connection.js';
 import type { DB } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -152,191 +152,6 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
 }
 
 /**
- * Statements are named by a hash of their text (with a generation, bumped when a schema change
- * invalidates one): the same name means the same SQL in every process, so a pooler that hands one
- * server connection to several processes can never run another text under a name. Not named:
- * anything but a query or DML, statements with more than 64 parameters (batches of varying size),
- * and LIKE searches, which PostgreSQL must plan for each pattern (its literal start picks the
- * index range).
- */
-class StatementNames {
-  /** text → name, a memo of the hashes (cleared when full: it only saves hashing). */
-  private readonly memo = new Map<string, string | null>();
-  /** Texts renamed after a schema change, with their generation. */
-  private readonly generations = new Map<string, number>();
-
-  nameOf(text: string, parameters: number): string | undefined {
-    if (parameters > 64) return undefined;
-    let name = this.memo.get(text);
-    if (name === undefined) {
-      name =
-        /^\s*(select|insert|update|delete|with)\b/i.test(text) && !/\blike\b/i.test(text)
-          ? `certdesk_${createHash('sha256')
-              .update(`${this.generations.get(text) ?? 0}:${text}`)
-              .digest('base64url')
-              .slice(0, 32)}`
-          : null;
-      if (this.memo.size >= 10_000) this.memo.clear();
-      this.memo.set(text, name);
-    }
-    return name ?? undefined;
-  }
-
-  /** Gives `text` a new name: every connection parses it again on its next run. */
-  rename(text: string): void {
-    this.generations.set(text, (this.generations.get(text) ?? 0) + 1);
-    this.memo.delete(text);
-  }
-}
-
-const statementNames = new StatementNames();
-
-/** PostgreSQL's refusal to run a prepared statement whose result a schema change altered. */
-function isReplannedStatement(e: unknown): boolean {
-  return (e as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String(e));
-}
-/** Prepared statements kept per connection: past this many, new texts run unnamed on it (until the pool replaces it). */
-const MAX_PREPARED_PER_CONNECTION = 500;
-
-/** A PostgreSQL connection's `query`, as pg gives it. */
-type Query = (...args: unknown[]) => Promise<pg.QueryResult>;
-/** Sends one statement of Kysely's call shape: its text and its values. */
-type Send = (text: string, values: unknown[]) => Promise<pg.QueryResult>;
-
-/**
- * Runs the statements Kysely sends on `client` as named prepared statements, each parsed once
- * per connection. PostgreSQL parses and plans an unnamed statement on every execution: on the
- * inline order path that was a fifth of the throughput (bench `orderInlinePg`, ~390 → ~480
- * orders/s). PostgreSQL re-plans a prepared statement whose tables changed by itself; a schema
- * change that alters what a statement returns (a column added under `select *`, by a newer
- * version's migration) fails its next run with "cached plan must not change result type". The
- * text then gets a new name, and a run outside a transaction is retried at once; inside one, the
- * transaction has failed: `inTransaction` runs it again once.
- */
-function preparing(client: pg.PoolClient, query: Query, names: StatementNames): Send {
-  const prepared = new Set<string>();
-  const run = async (text: string, values: unknown[], name: string) => {
-    try {
-      const result = await query({ name, text, values });
-      prepared.add(name);
-      return result;
-    } catch (e) {
-      if (!isReplannedStatement(e)) throw e;
-      names.rename(text);
-      if (transactionStatus(client) !== 'I') throw e;
-      return query(text, values);
-    }
-  };
-  return (text, values) => {
-    const name = names.nameOf(text, values.length);
-    if (name === undefined || (!prepared.has(name) && prepared.size >= MAX_PREPARED_PER_CONNECTION))
-      return query(text, values);
-    return run(text, values, name);
-  };
-}
-
-/** pg's view of the connection's transaction: 'I' idle, 'T' in one, 'E' in a failed one. */
-function transactionStatus(client: pg.PoolClient): string | null | undefined {
-  return (client as unknown as { getTransactionStatus?: () => string | null }).getTransactionStatus?.();
-}
-
-/** How `writeLater` marks its statements for the connection: the table, then the statement. */
-const LATER = '/* later ';
-/** What a write held for later answers at once: nothing (its caller reads nothing). */
-const HELD: pg.QueryResult = { command: 'INSERT', rowCount: 0, rows: [], fields: [], oid: 0 };
-
-interface LaterWrite {
-  readonly table: string;
-  readonly text: string;
-  readonly values: unknown[];
-}
-
-/**
- * Writes held for later as one statement: each but the last a data-modifying WITH, the
- * parameters numbered on. PostgreSQL runs the parts in an order of its own, on one snapshot: no
- * part sees another's rows, which is why the parts must not meet (`foldable`, `carriesHeld`, and
- * at most one held write per table: `sendingLater`).
- */
-export function laterWritesStatement(writes: readonly LaterWrite[]): { text: string; values: unknown[] } {
-  if (writes.length === 1) return { text: writes[0]!.text, values: writes[0]!.values };
-  const values: unknown[] = [];
-  const texts = writes.map((w) => {
-    const offset = values.length;
-    values.push(...w.values);
-    return w.text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
-  });
-  const last = texts.pop()!;
-  return { text: `with ${texts.map((t, i) => `"later_${i + 1}" as (${t})`).join(', ')} ${last}`, values };
-}
-
-/**
- * A write `laterWritesStatement` can fold in: an INSERT or UPDATE of its own table reading no
- * other (no SELECT, no FROM), with no literals whose text could hold a `$`.
- */
-function foldable(text: string): boolean {
-  return /^(insert|update)\b/i.test(text) && !/\b(select|from)\b/i.test(text) && !/['$]\$|'/.test(text);
-}
-
-/**
- * Whether the held writes can go in `text`'s own statement: an INSERT of values (its RETURNING
- * answered as before) into a table none of them writes, reading no table, so that none of them
- * can miss another's rows.
- */
-function carriesHeld(text: string, held: readonly LaterWrite[]): boolean {
-  const table = /^insert into "([^"]+)"/i.exec(text)?.[1];
-  return table !== undefined && foldable(text) && !held.some((w) => w.table === table);
-}
-
-/**
- * Installs `client.query` for Kysely's call shape (text and values; every other use of the client
- * passes through untouched): statements go through `names` (`preparing`) when given, and writes
- * marked by `writeLater` inside a transaction are held and go to the server in one statement
- * before the transaction's next statement or its commit, one round trip for all of them, or in
- * that statement itself when it is an INSERT they cannot meet (`carriesHeld`). A held write
- * never outlives its transaction: a rollback drops it, and one that fails (or that pg refuses to
- * send) fails the statement it went before or with, and nothing after it is sent, so the
- * transaction rolls back whole. A write of a transaction's that its caller did not await before
- * the commit would be held past it, and dropped by the connection's next BEGIN: the callers
- * await each write.
- */
-function sendingLater(client: pg.PoolClient, names: StatementNames | undefined): void {
-  const query = client.query.bind(client) as Query;
-  const send: Send = names === undefined ? (text, values) => query(text, values) : preparing(client, query, names);
-  let held: LaterWrite[] = [];
-  /** The held writes, then `next` once they are done: never `next` (a COMMIT) after they failed. */
-  const afterHeld = (next: () => Promise<pg.QueryResult>): Promise<pg.QueryResult> => {
-    if (held.length === 0) return next();
-    const batch = laterWritesStatement(held);
-    held = [];
-    return send(batch.text, batch.values).then(next);
-  };
-  (client as { query: unknown }).query = (...args: unknown[]) => {
-    const [text, values] = args;
-    if (args.length !== 2 || typeof text !== 'string' || !Array.isArray(values)) {
-      // Only Kysely uses these connections, always with text and values.
-      if (held.length > 0) throw new Error('a query of another shape while writes are held on the connection');
-      return query(...args);
-    }
-    if (text.startsWith(LATER)) {
-      const end = text.indexOf(' */ ');
-      const write = { table: text.slice(LATER.length, end), text: text.slice(end + 4), values };
-      if (transactionStatus(client) !== 'T' || !foldable(write.text)) return afterHeld(() => send(write.text, values));
-      // Two writes of one table in one statement could meet on a row: the first goes ahead.
-      const before = held.some((w) => w.table === write.table) ? afterHeld(() => Promise.resolve(HELD)) : undefined;
-      held.push(write);
-      return before ?? Promise.resolve(HELD);
-    }
-    if (/^\s*(rollback|begin)\b/i.test(text)) held = [];
-    if (held.length > 0 && carriesHeld(text, held)) {
-      const statement = laterWritesStatement([...held, { table: '', text, values }]);
-      held = [];
-      return send(statement.text, statement.values);
-    }
-    return afterHeld(() => send(text, values));
-  };
-}
-
-/**
  * A write whose result nobody reads (an audit row, a ledger line, a queued job). In a PostgreSQL
  * transaction it is held and sent with the transaction's next statement or its commit, several
  * held writes as one statement: a transaction pays one round trip for them, not one each (on the
@@ -348,7 +163,7 @@ export async function writeLater(db: Db, table: keyof DB & string, query: Compil
     await db.kysely.executeQuery(query);
     return;
   }
-  await db.kysely.executeQuery(CompiledQuery.raw(`${LATER}${table} */ ${query.sql}`, [...query.parameters]));
+  await db.kysely.executeQuery(markedLater(table, query));
 }
 
 /**

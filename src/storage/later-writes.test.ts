@@ -6,7 +6,8 @@ import { CompiledQuery, sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { scratchPostgresDatabase, testDialects } from '../../test/support/databases.js';
-import { inTransaction, laterWritesStatement, openDatabase, writeLater, type Db } from './database.js';
+import { inTransaction, openDatabase, writeLater, type Db } from './database.js';
+import { laterWritesStatement } from './pg-connection.js';
 
 /** Test tables, not in the schema: writeLater only uses the name to keep one held write per table. */
 type Table = Parameters<typeof writeLater>[1];

@@ -76,15 +76,16 @@ describe.skipIf(!chromiumPresent())('the operator screens in chromium', () => {
   /** Signs in with the keyboard only: username, Tab, password, Enter; then the code, Enter. */
   const signInByKeyboard = async (page: Page) => {
     await page.goto(`${base}/operator/signin`);
-    if ((await page.evaluate('document.activeElement?.id')) !== 'u') await page.keyboard.press('Tab');
-    expect(await page.evaluate('document.activeElement?.id')).toBe('u');
+    // The field is autofocused; chromium moves the focus at a rendering step that may come after
+    // the load event, so wait for it rather than race it with a Tab.
+    await expect.poll(() => page.evaluate('document.activeElement?.id')).toBe('u');
     await page.keyboard.type(olga.username);
     await page.keyboard.press('Tab');
     await page.keyboard.type(olga.password);
     await page.screenshot({ path: join(SCREENSHOTS, 'operator-signin.png') });
     await Promise.all([page.waitForURL(/\/operator\/signin\/code/), page.keyboard.press('Enter')]);
     expect(await page.locator('h1').textContent()).toBe('Operator sign-in: code');
-    if ((await page.evaluate('document.activeElement?.id')) !== 'c') await page.keyboard.press('Tab');
+    await expect.poll(() => page.evaluate('document.activeElement?.id')).toBe('c');
     t.clock.set(t.clock.nowSeconds() + 30);
     await page.keyboard.type(
       totpOf(olga.totpSecret, olga.username).generate({ timestamp: t.clock.nowSeconds() * 1000 }),

@@ -488,7 +488,11 @@ describe.each(testDialects())('order_counts on $dialect', ({ dialect, open }) =>
       const [suffixCount, suffixPage] = (await plans(db, list('%.shop-3c0.de'))).filter(
         (q) => !q.sql.includes('order_counts'),
       );
-      const [defaultPage, ...more] = (await plans(db, list())).filter((q) => !q.sql.includes('order_counts'));
+      // PostgreSQL: whether an index can give the page's order at all, whatever the statistics of
+      // a small table make cheapest (a sort of a few rows); a Sort is still chosen when none can.
+      const [defaultPage, ...more] = (await plans(db, list(), { enable_sort: 'off' })).filter(
+        (q) => !q.sql.includes('order_counts'),
+      );
       expect(more).toEqual([]);
       if (dialect === 'sqlite') {
         // SQLite has no statistics here, as in production: these are the plans at 1,000,000 orders too.
@@ -513,7 +517,9 @@ describe.each(testDialects())('order_counts on $dialect', ({ dialect, open }) =>
         expect(prefixCount!.plan).toContain('orders_customer_name_c');
         expect(suffixCount!.plan).toContain('orders_customer_name_rev');
         expect([prefixPage, suffixPage].every((page) => page!.plan.includes('Index'))).toBe(true);
-        expect(defaultPage!.plan).toMatch(/Index Scan Backward using orders_customer_id/);
+        // Once analyzed (autovacuum may do it mid-run), ~40 rows of a customer in ~80 make walking
+        // the primary key and filtering as cheap as the customer's index.
+        expect(defaultPage!.plan).toMatch(/Index Scan Backward using orders_(customer_id|pkey)/);
         expect(defaultPage!.plan).not.toMatch(/Sort/);
       }
     });

@@ -2,8 +2,17 @@
 import { CompiledQuery, createQueryId, sql, type KyselyPlugin, type RootOperationNode } from 'kysely';
 import { inTransaction, type Db } from '../../src/storage/database.js';
 
-/** The SQL each query `run` makes compiles to, with its plan (SQLite: EXPLAIN QUERY PLAN; PostgreSQL: EXPLAIN without seq scans). */
-export async function plans(db: Db, run: (db: Db) => Promise<unknown>): Promise<{ sql: string; plan: string }[]> {
+/**
+ * The SQL each query `run` makes compiles to, with its plan (SQLite: EXPLAIN QUERY PLAN;
+ * PostgreSQL: EXPLAIN without sequential or bitmap scans, which a test table of a few rows would
+ * otherwise make the cheapest; a bitmap scan also loses the index's order). `postgres` sets more
+ * planner settings for the EXPLAINs (`enable_sort: 'off'`: an index is used for the order if one can be).
+ */
+export async function plans(
+  db: Db,
+  run: (db: Db) => Promise<unknown>,
+  postgres: Record<string, 'on' | 'off'> = {},
+): Promise<{ sql: string; plan: string }[]> {
   // Subqueries pass through transformQuery too; only the queries run get a result.
   const built = new Map<unknown, RootOperationNode>();
   const nodes: RootOperationNode[] = [];
@@ -19,7 +28,11 @@ export async function plans(db: Db, run: (db: Db) => Promise<unknown>): Promise<
   };
   await run({ ...db, kysely: db.kysely.withPlugin(spy) });
   return inTransaction(db, async (tx) => {
-    if (db.dialect === 'postgres') await sql`SET LOCAL enable_seqscan = off`.execute(tx.kysely);
+    if (db.dialect === 'postgres')
+      for (const [name, value] of Object.entries({ enable_seqscan: 'off', enable_bitmapscan: 'off', ...postgres })) {
+        if (!/^enable_[a-z]+$/.test(name)) throw new Error(`not a planner setting: ${name}`);
+        await sql.raw(`SET LOCAL ${name} = ${value === 'on' ? 'on' : 'off'}`).execute(tx.kysely);
+      }
     const out = [];
     for (const node of nodes) {
       const q = db.kysely.getExecutor().compileQuery(node, createQueryId());

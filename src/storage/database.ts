@@ -124,6 +124,8 @@ function withStatementCache(
 
 /** How long a PostgreSQL connection nobody uses stays open. */
 export const IDLE_CONNECTION_MS = 5 * 60_000;
+/** How long a PostgreSQL connection is idle before TCP keepalive probes start. */
+export const KEEPALIVE_AFTER_MS = 60_000;
 
 async function openPostgres(options: OpenOptions): Promise<Db> {
   const schema = options.schema;
@@ -145,6 +147,11 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     // apart paid both on every burst. An idle connection does not keep the process alive.
     idleTimeoutMillis: IDLE_CONNECTION_MS,
     allowExitOnIdle: true,
+    // Kept that long, a connection outlives the idle timeouts of NATs and load balancers between
+    // process and database (Azure's 4 min, AWS's 350 s), which drop a flow without a word: TCP
+    // keepalive probes from a minute idle keep such a path open, and find one that was cut.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_AFTER_MS,
     ...(schema === undefined ? {} : { options: `-c search_path="${schema}"` }),
   });
   pool.on('error', options.onConnectionError ?? (() => undefined));

@@ -518,7 +518,8 @@ describe.each(testDialects())('order_counts on $dialect', ({ dialect, open }) =>
         expect(suffixCount!.plan).toContain('orders_customer_name_rev');
         expect([prefixPage, suffixPage].every((page) => page!.plan.includes('Index'))).toBe(true);
         // Once analyzed (autovacuum may do it mid-run), ~40 rows of a customer in ~80 make walking
-        // the primary key and filtering as cheap as the customer's index.
+        // the primary key and filtering as cheap as the customer's index: on PostgreSQL this checks
+        // only that an index gives the page's order. The SQLite plan above pins the customer's index.
         expect(defaultPage!.plan).toMatch(/Index Scan Backward using orders_(customer_id|pkey)/);
         expect(defaultPage!.plan).not.toMatch(/Sort/);
       }

@@ -30,7 +30,7 @@ export async function plans(
   return inTransaction(db, async (tx) => {
     if (db.dialect === 'postgres')
       for (const [name, value] of Object.entries({ enable_seqscan: 'off', enable_bitmapscan: 'off', ...postgres })) {
-        if (!/^enable_[a-z]+$/.test(name)) throw new Error(`not a planner setting: ${name}`);
+        if (!/^enable_[a-z_]+$/.test(name)) throw new Error(`not a planner setting: ${name}`);
         await sql.raw(`SET LOCAL ${name} = ${value === 'on' ? 'on' : 'off'}`).execute(tx.kysely);
       }
     const out = [];

@@ -78,14 +78,14 @@ describe.skipIf(!chromiumPresent())('the operator screens in chromium', () => {
     await page.goto(`${base}/operator/signin`);
     // The field is autofocused; chromium moves the focus at a rendering step that may come after
     // the load event, so wait for it rather than race it with a Tab.
-    await expect.poll(() => page.evaluate('document.activeElement?.id')).toBe('u');
+    await expect.poll(() => page.evaluate('document.activeElement?.id'), { timeout: 15_000 }).toBe('u');
     await page.keyboard.type(olga.username);
     await page.keyboard.press('Tab');
     await page.keyboard.type(olga.password);
     await page.screenshot({ path: join(SCREENSHOTS, 'operator-signin.png') });
     await Promise.all([page.waitForURL(/\/operator\/signin\/code/), page.keyboard.press('Enter')]);
     expect(await page.locator('h1').textContent()).toBe('Operator sign-in: code');
-    await expect.poll(() => page.evaluate('document.activeElement?.id')).toBe('c');
+    await expect.poll(() => page.evaluate('document.activeElement?.id'), { timeout: 15_000 }).toBe('c');
     t.clock.set(t.clock.nowSeconds() + 30);
     await page.keyboard.type(
       totpOf(olga.totpSecret, olga.username).generate({ timestamp: t.clock.nowSeconds() * 1000 }),

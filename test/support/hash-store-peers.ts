@@ -2,7 +2,7 @@
 // src/web/kv over a full test context, two customers with a store key each, the API and a real DNS
 // server for FILE orders), and stores that misbehave in each way a module must survive.
 import { createServer as createHttpServer } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { CustomerId } from '../../src/core/index.js';
 import { buildKvApp, type KvApp } from '../../src/web/kv/server.js';
 import { createTestContext, type TestContext, type TestCustomer } from './app.js';
@@ -108,9 +108,16 @@ export async function startBadStores(): Promise<{
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   };
-  const down = createTcpServer();
-  const downUrl = await listening(down);
-  await new Promise((r) => down.close(r));
+  // `down`: the local port of a connection this process holds open to a server of its own. Nothing
+  // listens there, so a connect is refused, and no server can take the port while the connection
+  // lives (a port listened on and closed again could be handed to the next server that starts,
+  // whose answer then reached the module as the store's).
+  const holder = await listening(track(createTcpServer()));
+  const held = connect(Number(new URL(holder).port), '127.0.0.1');
+  await new Promise<void>((resolve, reject) => held.once('connect', resolve).once('error', reject));
+  held.on('error', () => undefined);
+  sockets.add(held);
+  const downUrl = `http://127.0.0.1:${held.localPort!}`;
   const leaky = createHttpServer((req, res) => {
     const key = String(req.headers['x-api-key']);
     res.writeHead(200, { 'content-type': 'text/plain', 'x-echo-key': key, 'set-cookie': `k=${key}` });

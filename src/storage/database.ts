@@ -11,6 +11,7 @@ import {
 import pg from 'pg';
 import { isReplannedStatement, markedLater, sendingLater, statementNames } from './pg-connection.js';
 import type { DB } from './schema.js';
+import { commitMarks } from './sqlite-commits.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -36,6 +37,12 @@ export interface Db {
 export interface DirectReads {
   readonly kysely: Kysely<DB>;
   all<R>(text: string, parameters: readonly unknown[]): R[] | undefined;
+  /**
+   * A mark of the committed state (`sqlite-commits.ts`): two equal marks, nothing was committed
+   * between them, by any process. Undefined when that cannot be told (an in-memory database, a
+   * commit being written, a file whose header is not yet recognised): then read.
+   */
+  commitMark(): number | undefined;
 }
 
 export interface OpenOptions {
@@ -83,6 +90,7 @@ function openSqlite(file: string): Db {
   // commits in between (an index's last leaf, the audit table's end) is copied back once, not
   // once per thousand pages. Recording issued certificates went ~12 % faster (bench/ca.ts, ECDSA).
   raw.pragma('wal_autocheckpoint = 10000');
+  const commits = commitMarks(raw, file);
   const statements = withStatementCache(raw);
   const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
   return {
@@ -92,8 +100,13 @@ function openSqlite(file: string): Db {
       kysely,
       all: <R>(text: string, parameters: readonly unknown[]) =>
         raw.inTransaction ? undefined : (statements.prepare(text).all(parameters) as R[]),
+      commitMark: () => commits.mark(),
     },
-    close: () => kysely.destroy(),
+    // The connection first: the marks' descriptor of the -shm file may close only after it.
+    close: async () => {
+      await kysely.destroy();
+      commits.close();
+    },
   };
 }
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { CustomerId, MajorStatus, OrderId } from '../core/index.js';
-import { fixedQuery, type Db } from './database.js';
+import { fixedQuery, type Db, type DirectReads } from './database.js';
 
 /**
  * What GET /Order/{id} shows of an order, as change counters (migration 0021): the order's row
@@ -41,6 +41,11 @@ export interface OrderTag {
 /**
  * The order's change counters (see orderTagOf; `withNames`: its names' DCV status too).
  * Undefined when the customer has no such order.
+ *
+ * On SQLite, a tag read is kept with the database's commit mark from before it was read, and given
+ * again while the mark is unchanged: nothing has been committed since, by any process, so the tag
+ * is still the order's. That skips the read transaction, the larger part of a polled GET
+ * /Order/{id} (docs/architecture.md, "Hot paths").
  */
 export async function readOrderTag(
   db: Db,
@@ -48,6 +53,28 @@ export async function readOrderTag(
   id: OrderId,
   withNames: boolean,
 ): Promise<OrderTag | undefined> {
+  // Only on the connection itself: a transaction's own reads see its uncommitted writes.
+  const direct = db.direct?.kysely === db.kysely ? db.direct : undefined;
+  const mark = direct?.commitMark();
+  if (direct === undefined || mark === undefined) return readTag(db, customerId, id, withNames);
+  let kept = keptTags.get(direct);
+  if (kept === undefined) keptTags.set(direct, (kept = new Map()));
+  const key = `${customerId}:${id}:${withNames ? 'n' : ''}`;
+  const known = kept.get(key);
+  if (known?.mark === mark) return known.tag;
+  const tag = await readTag(db, customerId, id, withNames);
+  if (tag === undefined) return undefined;
+  // The newest last; past the bound the oldest goes (a Map iterates in insertion order).
+  if (!kept.delete(key) && kept.size >= KEPT_TAGS) kept.delete(kept.keys().next().value as string);
+  kept.set(key, { mark, tag });
+  return tag;
+}
+
+/** Tags kept per SQLite connection, each with the commit mark from before its read. */
+const keptTags = new WeakMap<DirectReads, Map<string, { mark: number; tag: OrderTag }>>();
+const KEPT_TAGS = 10_000;
+
+async function readTag(db: Db, customerId: CustomerId, id: OrderId, withNames: boolean): Promise<OrderTag | undefined> {
   const [row] = withNames ? await orderTagWithNamesOf(db, customerId, id) : await orderTagOf(db, customerId, id);
   if (row === undefined) return undefined;
   return {

@@ -1,12 +1,26 @@
+import { execFileSync } from 'node:child_process';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testDialects } from '../support/databases.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { openDatabase, type Db } from '../../src/storage/index.js';
+import { sqliteFile, testDialects, type TestDialect } from '../support/databases.js';
 import { dnsOrderBody, issuingContext, type IssuingContext } from '../support/issuing-context.js';
 
-// GET /Order/{id} sends a body rendered before while the order's change tag (migration 0021,
-// read from the database on every request) is unchanged. These tests change what an order shows
-// in every way there is — the service's own calls, and SQL beside it standing for another process
-// or the worker — and want the change in the very next answer.
+// GET /Order/{id} sends a body rendered before while the order's change tag (migration 0021) is
+// unchanged: read from the database on every request, or on SQLite kept while the database's
+// commit mark says nothing was committed since (storage/sqlite-commits.ts). These tests change
+// what an order shows in every way there is — the service's own calls, and SQL beside it standing
+// for another process or the worker — and want the change in the very next answer. On a SQLite
+// file that SQL goes through a second connection, as another process's would.
+
+interface Variant extends TestDialect {
+  readonly name: string;
+  readonly file?: () => string;
+}
+const file = sqliteFile();
+const variants: Variant[] = [
+  ...testDialects().map((d) => ({ ...d, name: d.dialect })),
+  { ...file, name: 'a SQLite file, written by a second connection' },
+];
 
 /** The parts of OrderInfo these tests look at. */
 interface Info {
@@ -16,12 +30,18 @@ interface Info {
   scheduledForReplacement: { eventCaDistrust: { Phase1: string } };
 }
 
-describe.each(testDialects())('GET /Order/{id}: a kept body never outlives a change, on $dialect', (dialect) => {
+describe.each(variants)('GET /Order/{id}: a kept body never outlives a change, on $name', (variant) => {
   let ctx: IssuingContext;
+  /** Where the SQL beside the service writes: the service's connection, or a second one to its file. */
+  let writer: Db;
   beforeAll(async () => {
-    ctx = await issuingContext(dialect, 'Rendering');
+    ctx = await issuingContext(variant, 'Rendering');
+    writer = variant.file === undefined ? ctx.t.db : await openDatabase({ url: variant.file() });
   });
-  afterAll(async () => ctx.close());
+  afterAll(async () => {
+    if (writer !== ctx.t.db) await writer.close();
+    await ctx.close();
+  });
 
   const place = async (): Promise<number> => {
     const res = await ctx.t.call(ctx.c.token, { method: 'POST', url: '/rest/v1/Order', payload: dnsOrderBody() });
@@ -39,7 +59,7 @@ describe.each(testDialects())('GET /Order/{id}: a kept body never outlives a cha
     const first = await read(id);
     expect(first.OrderStatus.MajorStatus).toBe('COMPLETE');
     expect(await read(id)).toEqual(first);
-    await ctx.t.db.kysely.updateTable('orders').set({ update_date: 1_800_000_000 }).where('id', '=', id).execute();
+    await writer.kysely.updateTable('orders').set({ update_date: 1_800_000_000 }).where('id', '=', id).execute();
     expect((await read(id)).OrderStatus.UpdateDate).toBe('2027-01-15T08:00:00Z');
   });
 
@@ -51,7 +71,7 @@ describe.each(testDialects())('GET /Order/{id}: a kept body never outlives a cha
     expect(withDcv.DCVStatus.length).toBeGreaterThan(0);
     expect(withDcv.DCVStatus[0]).not.toHaveProperty('Problem');
     // The worker's DCV check, as another process writes it: the name row only.
-    await ctx.t.db.kysely
+    await writer.kysely
       .updateTable('order_names')
       .set({ last_problem: 'TXT record not found' })
       .where('order_id', '=', id)
@@ -75,9 +95,9 @@ describe.each(testDialects())('GET /Order/{id}: a kept body never outlives a cha
       critical: '[]',
       report: '{}',
     });
-    await ctx.t.db.kysely.insertInto('scan_reports').values(report('vulnerability', 'F')).execute();
+    await writer.kysely.insertInto('scan_reports').values(report('vulnerability', 'F')).execute();
     expect(await read(id)).not.toHaveProperty('ConfigurationAssessment');
-    await ctx.t.db.kysely.insertInto('scan_reports').values(report('configuration', 'A')).execute();
+    await writer.kysely.insertInto('scan_reports').values(report('configuration', 'A')).execute();
     expect((await read(id)).ConfigurationAssessment.Ranking).toBe('A');
   });
 
@@ -136,7 +156,7 @@ describe.each(testDialects())('GET /Order/{id}: a kept body never outlives a cha
     };
     const readers = Array.from({ length: 8 }, reader);
     for (let i = 0; i < 40; i++) {
-      await ctx.t.db.kysely
+      await writer.kysely
         .updateTable('orders')
         .set({ update_date: base + i })
         .where('id', '=', id)
@@ -165,10 +185,10 @@ describe.each(testDialects())('GET /Order/{id}: a kept body never outlives a cha
           .executeTakeFirstOrThrow()
       ).v;
     const v0 = Number(await version());
-    await sql`UPDATE orders SET minor_status = minor_status WHERE id = ${id}`.execute(ctx.t.db.kysely);
+    await sql`UPDATE orders SET minor_status = minor_status WHERE id = ${id}`.execute(writer.kysely);
     expect(Number(await version())).toBe(v0 + 1);
     const n0 = Number(await nameVersion());
-    await sql`UPDATE order_names SET last_problem = NULL WHERE order_id = ${id}`.execute(ctx.t.db.kysely);
+    await sql`UPDATE order_names SET last_problem = NULL WHERE order_id = ${id}`.execute(writer.kysely);
     expect(Number(await nameVersion())).toBeGreaterThan(n0);
     // A name's update leaves its order's row alone (no lock taken on it).
     expect(Number(await version())).toBe(v0 + 1);
@@ -186,5 +206,65 @@ describe.each(testDialects())('GET /Order/{id}: a kept body never outlives a cha
     ).issuer_id;
     await ctx.t.services.ca.distrust(chain, 1_900_000_000, null);
     expect((await read(id)).scheduledForReplacement.eventCaDistrust.Phase1).toBe('2030-03-17T17:46:40Z');
+  });
+});
+
+describe('GET /Order/{id} on a SQLite file: the tag kept by commit mark', () => {
+  const dialect = sqliteFile();
+  let ctx: IssuingContext;
+  beforeAll(async () => {
+    ctx = await issuingContext(dialect, 'Marks');
+  });
+  afterAll(async () => ctx.close());
+
+  const place = async (): Promise<number> => {
+    const res = await ctx.t.call(ctx.c.token, { method: 'POST', url: '/rest/v1/Order', payload: dnsOrderBody() });
+    expect(res.statusCode).toBe(200);
+    return res.json().CertCenterOrderID as number;
+  };
+  const read = async (id: number, query = '') => {
+    const res = await ctx.t.call(ctx.c.token, { method: 'GET', url: `/rest/v1/Order/${id}${query}` });
+    expect(res.statusCode).toBe(200);
+    return res.json().OrderInfo as Info;
+  };
+
+  it('ok/while nothing commits, a polled order costs no read of its tag; a commit anywhere brings the read back', async () => {
+    const id = await place();
+    await read(id);
+    const all = vi.spyOn(ctx.t.db.direct!, 'all');
+    try {
+      const tagReads = () => all.mock.calls.filter(([text]) => /"version"/.test(text)).length;
+      const shown = await read(id);
+      await read(id, '?includeDCVStatus=true');
+      const before = tagReads();
+      expect(await read(id)).toEqual(shown);
+      await read(id, '?includeDCVStatus=true');
+      expect(tagReads()).toBe(before);
+      // Another customer's write elsewhere commits too: the tag is read again, and is the same.
+      const other = await ctx.t.customer({ name: 'Elsewhere' });
+      expect(other.customerId).not.toBe(ctx.c.customerId);
+      expect(await read(id)).toEqual(shown);
+      expect(tagReads()).toBe(before + 1);
+    } finally {
+      all.mockRestore();
+    }
+  });
+
+  it('ok/a commit by another process shows in the very next answer', async () => {
+    const id = await place();
+    const first = await read(id);
+    expect(first.OrderStatus.MajorStatus).toBe('COMPLETE');
+    expect(await read(id)).toEqual(first);
+    execFileSync(
+      process.execPath,
+      [
+        '-e',
+        "const D = require('better-sqlite3'); const d = new D(process.argv[1]); d.pragma('busy_timeout = 5000'); d.prepare('UPDATE orders SET update_date = 1800000000 WHERE id = ?').run(Number(process.argv[2])); d.close();",
+        dialect.file(),
+        String(id),
+      ],
+      { cwd: process.cwd(), stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+    expect((await read(id)).OrderStatus.UpdateDate).toBe('2027-01-15T08:00:00Z');
   });
 });

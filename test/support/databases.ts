@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest, openDatabase, type Db, type Dialect } from '../../src/storage/index.js';
@@ -24,6 +27,34 @@ export function testDialects(): TestDialect[] {
     console.warn('PostgreSQL variants not run: CERTDESK_TEST_DATABASE_URL is not set');
   }
   return list;
+}
+
+/**
+ * SQLite in a file of its own, as a service runs it, for tests in which a second connection or
+ * another process shares the database: `file()` names the one opened last. Closing the Db removes it.
+ */
+export function sqliteFile(): TestDialect & { file(): string } {
+  let last: string | undefined;
+  return {
+    dialect: 'sqlite',
+    file: () => {
+      if (last === undefined) throw new Error('sqliteFile: nothing opened yet');
+      return last;
+    },
+    async open() {
+      const file = join(mkdtempSync(join(tmpdir(), 'certdesk-sqlite-')), 'certdesk.db');
+      last = file;
+      const db = await openDatabase({ url: file });
+      await migrateToLatest(db);
+      return {
+        ...db,
+        close: async () => {
+          await db.close();
+          rmSync(dirname(file), { recursive: true, force: true });
+        },
+      };
+    },
+  };
 }
 
 async function openSqlite(): Promise<Db> {

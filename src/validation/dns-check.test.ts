@@ -2,6 +2,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { Packet, createServer, type DnsServer } from 'dns2';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startDnsServer, type TestDnsServer } from '../../test/support/dns-server.js';
+import { refusedUdpPort, type RefusedPort } from '../../test/support/refused-ports.js';
 import { CertdeskError } from '../core/index.js';
 import {
   DcvResolver,
@@ -764,18 +765,15 @@ describe('lookups that cannot be answered are transient, never "ok"', () => {
   let silentPort: number;
   let servfail: DnsServer;
   let servfailPort: number;
-  let closedPort: number;
+  let closed: RefusedPort;
 
   beforeAll(async () => {
     // A UDP socket that reads queries and never answers: every lookup times out.
     silent = createSocket('udp4');
     await new Promise<void>((resolve) => silent.bind(0, '127.0.0.1', resolve));
     silentPort = silent.address().port;
-    // A port that was free a moment ago: closed, so the kernel refuses the datagrams.
-    const probe = createSocket('udp4');
-    await new Promise<void>((resolve) => probe.bind(0, '127.0.0.1', resolve));
-    closedPort = probe.address().port;
-    await new Promise<void>((resolve) => probe.close(resolve));
+    // A closed port: the kernel refuses the datagrams (held, so no server started meanwhile gets it).
+    closed = await refusedUdpPort();
     servfail = createServer({
       udp: true,
       // SERVFAIL for every name but two, which let one of checkDnsTxt's lookups succeed.
@@ -798,6 +796,7 @@ describe('lookups that cannot be answered are transient, never "ok"', () => {
     servfailPort = addresses.udp?.port ?? 0;
   });
   afterAll(async () => {
+    await closed?.close();
     silent?.close();
     await servfail?.close();
   });
@@ -805,7 +804,7 @@ describe('lookups that cannot be answered are transient, never "ok"', () => {
   const cases = (): [string, () => DcvResolver, RegExp][] => [
     [
       'closed port',
-      () => new DcvResolver({ servers: [`127.0.0.1:${closedPort}`], timeoutMs: 200, tries: 1 }),
+      () => new DcvResolver({ servers: [`127.0.0.1:${closed.port}`], timeoutMs: 200, tries: 1 }),
       /^(ECONNREFUSED|ETIMEOUT)$/,
     ],
     [

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { refusedTcpPort } from '../../test/support/refused-ports.js';
 import { checkFile, type FileCheckOptions, type FileCheckResult } from './file-check.js';
 
 // Real node:http(s) servers on 127.0.0.1; names map to it through a tiny in-test resolver.
@@ -287,11 +288,12 @@ describe('checkFile', () => {
   });
 
   it('fail/connection-refused: transient', async () => {
-    const probe = http.createServer();
-    await new Promise<void>((done) => probe.listen(0, '127.0.0.1', done));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((done) => probe.close(() => done()));
-    expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(port)), /ECONNREFUSED/, true);
+    const refused = await refusedTcpPort();
+    try {
+      expectFailure(await checkFile('www.example.com', FILE, TOKEN, options(refused.port)), /ECONNREFUSED/, true);
+    } finally {
+      await refused.close();
+    }
   });
 
   it('fail/wildcard: never for wildcard names', async () => {

@@ -2,12 +2,13 @@
 // src/web/kv over a full test context, two customers with a store key each, the API and a real DNS
 // server for FILE orders), and stores that misbehave in each way a module must survive.
 import { createServer as createHttpServer } from 'node:http';
-import { connect, createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { CustomerId } from '../../src/core/index.js';
 import { buildKvApp, type KvApp } from '../../src/web/kv/server.js';
 import { createTestContext, type TestContext, type TestCustomer } from './app.js';
 import { testDialects } from './databases.js';
 import { startDnsServer, type TestDnsServer } from './dns-server.js';
+import { refusedTcpPort } from './refused-ports.js';
 
 export interface HashStorePeers {
   /** The API (FILE orders), with CERTDESK_VALIDATION_HTTP_PORT = the port given to start. */
@@ -108,16 +109,11 @@ export async function startBadStores(): Promise<{
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   };
-  // `down`: the local port of a connection this process holds open to a server of its own. Nothing
-  // listens there, so a connect is refused, and no server can take the port while the connection
-  // lives (a port listened on and closed again could be handed to the next server that starts,
-  // whose answer then reached the module as the store's).
-  const holder = await listening(track(createTcpServer()));
-  const held = connect(Number(new URL(holder).port), '127.0.0.1');
-  await new Promise<void>((resolve, reject) => held.once('connect', resolve).once('error', reject));
-  held.on('error', () => undefined);
-  sockets.add(held);
-  const downUrl = `http://127.0.0.1:${held.localPort!}`;
+  // `down`: a port that refuses connections, held (`refused-ports.ts`): a port listened on and
+  // closed again could be handed to the next server that starts, whose answer then reached the
+  // module as the store's.
+  const down = await refusedTcpPort();
+  const downUrl = `http://127.0.0.1:${down.port}`;
   const leaky = createHttpServer((req, res) => {
     const key = String(req.headers['x-api-key']);
     res.writeHead(200, { 'content-type': 'text/plain', 'x-echo-key': key, 'set-cookie': `k=${key}` });
@@ -138,7 +134,7 @@ export async function startBadStores(): Promise<{
     async close() {
       for (const timer of timers) clearTimeout(timer);
       for (const socket of sockets) socket.destroy();
-      await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+      await Promise.all([down.close(), ...servers.map((s) => new Promise((r) => s.close(r)))]);
     },
   };
 }

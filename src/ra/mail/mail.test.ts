@@ -1,6 +1,6 @@
-import { createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testDialects } from '../../../test/support/databases.js';
+import { refusedTcpPort, type RefusedPort } from '../../../test/support/refused-ports.js';
 import { startSmtpServer, type TestSmtpServer } from '../../../test/support/smtp-server.js';
 import { Command } from 'commander';
 import { addMailCommands, formatMails } from '../../cli/mail-commands.js';
@@ -8,15 +8,6 @@ import { FixedClock, ServiceUrls } from '../../core/index.js';
 import { JobsRepo, inTransaction, type Db } from '../../storage/index.js';
 import { MailRepo, type MailRow } from '../../storage/mail-repo.js';
 import { Mailer, mailFrom, smtpTransport, type MailTransport } from './mail.js';
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** An error carrying the SMTP server's answer, as nodemailer gives it. */
 const smtpAnswer = (message: string, responseCode: number) => Object.assign(new Error(message), { responseCode });
@@ -26,6 +17,7 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
   let db: Db;
   let repo: MailRepo;
   let smtp: TestSmtpServer;
+  let refused: RefusedPort;
   const clock = new FixedClock(1_700_000_000);
   const from = mailFrom(new ServiceUrls('http://127.0.0.1:8080'));
 
@@ -33,8 +25,10 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
     db = await open();
     repo = new MailRepo(db);
     smtp = await startSmtpServer();
+    refused = await refusedTcpPort();
   });
   afterAll(async () => {
+    await refused.close();
     await smtp.close();
     await db.close();
   });
@@ -112,7 +106,7 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
 
   it('fail/an unreachable SMTP server: send resolves at once; delivery records the failure and throws for a retry, the log names no address or body', async () => {
     const logger = { warn: vi.fn() };
-    const mailer = mailerWith(smtpTransport(`smtp://127.0.0.1:${await closedPort()}`, from), logger);
+    const mailer = mailerWith(smtpTransport(`smtp://127.0.0.1:${refused.port}`, from), logger);
     const id = await mailer.send({ ...approval, orderId: 32 });
     expect(logger.warn).not.toHaveBeenCalled();
 

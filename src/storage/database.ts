@@ -11,7 +11,7 @@ import {
 import pg from 'pg';
 import { isReplannedStatement, markedLater, sendingLater, statementNames } from './pg-connection.js';
 import type { DB } from './schema.js';
-import { commitMarks } from './sqlite-commits.js';
+import { commitMarks, sharedMarks } from './sqlite-commits.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -40,9 +40,10 @@ export interface DirectReads {
   /**
    * A mark of the committed state (`sqlite-commits.ts`): two equal marks, nothing was committed
    * between them, by any process. Undefined when that cannot be told (an in-memory database, a
-   * commit being written, a file whose header is not yet recognised): then read.
+   * commit being written, a file whose header is not yet recognised): then read. Taken after the
+   * call, once for all the calls waiting then (`sharedMarks`).
    */
-  commitMark(): number | undefined;
+  commitMark(): Promise<number | undefined>;
 }
 
 export interface OpenOptions {
@@ -91,6 +92,8 @@ function openSqlite(file: string): Db {
   // once per thousand pages. Recording issued certificates went ~12 % faster (bench/ca.ts, ECDSA).
   raw.pragma('wal_autocheckpoint = 10000');
   const commits = commitMarks(raw, file);
+  // An in-memory database has no marks: nothing to wait for.
+  const commitMark = raw.memory ? () => Promise.resolve(undefined) : sharedMarks(() => commits.mark());
   const statements = withStatementCache(raw);
   const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
   return {
@@ -100,7 +103,7 @@ function openSqlite(file: string): Db {
       kysely,
       all: <R>(text: string, parameters: readonly unknown[]) =>
         raw.inTransaction ? undefined : (statements.prepare(text).all(parameters) as R[]),
-      commitMark: () => commits.mark(),
+      commitMark,
     },
     // The connection first: the marks' descriptor of the -shm file may close only after it.
     close: async () => {

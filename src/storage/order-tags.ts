@@ -55,7 +55,7 @@ export async function readOrderTag(
 ): Promise<OrderTag | undefined> {
   // Only on the connection itself: a transaction's own reads see its uncommitted writes.
   const direct = db.direct?.kysely === db.kysely ? db.direct : undefined;
-  const mark = direct?.commitMark();
+  const mark = await direct?.commitMark();
   if (direct === undefined || mark === undefined) return readTag(db, customerId, id, withNames);
   let kept = keptTags.get(direct);
   if (kept === undefined) keptTags.set(direct, (kept = new Map()));

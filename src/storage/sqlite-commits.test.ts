@@ -3,8 +3,8 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import { commitMarks, type CommitMarks } from './sqlite-commits.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { commitMarks, sharedMarks, type CommitMarks } from './sqlite-commits.js';
 
 // The commit marks are read from the file SQLite itself maps; these tests commit through real
 // connections (this one, a second one, another process) and want every commit seen.
@@ -185,5 +185,63 @@ describe('SQLite commit marks (the WAL-index header)', () => {
     // b's connection, asked about a's file: a's header names a database of another size.
     expect(marksOf(b.raw, a.file).mark()).toBeUndefined();
     expect(marksOf(a.raw, a.file).mark()).toBeTypeOf('number');
+  });
+});
+
+describe('sharedMarks (one header read for the requests waiting)', () => {
+  it('ok/the calls waiting when the mark is taken share one read, taken after every one of them was made', async () => {
+    let reads = 0;
+    const calls: number[] = [];
+    const shared = sharedMarks(() => {
+      reads++;
+      return calls.length;
+    });
+    const answers = Promise.all(
+      [1, 2, 3, 4, 5].map((i) => {
+        calls.push(i);
+        return shared();
+      }),
+    );
+    // Each answer is a mark read after all five calls were made.
+    expect(await answers).toEqual([5, 5, 5, 5, 5]);
+    expect(reads).toBe(1);
+  });
+
+  it('race/a call made after the mark was taken never gets it: it waits for a new read (a commit in between is seen)', async () => {
+    let committed = 0;
+    const shared = sharedMarks(() => committed);
+    const first = shared();
+    const second = first.then(() => {
+      // Answered the first mark; a commit lands, and a request comes in after it.
+      committed++;
+      return shared();
+    });
+    expect(await first).toBe(0);
+    expect(await second).toBe(1);
+    // Calls in the same turn after an answer, and after a timer, are answered by new reads too.
+    committed++;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(await shared()).toBe(2);
+  });
+
+  it('fail/a mark that cannot be read answers undefined (the callers read the database); the next call reads again', async () => {
+    let fail = true;
+    const shared = sharedMarks(() => {
+      if (fail) throw new Error('EBADF');
+      return 7;
+    });
+    expect(await Promise.all([shared(), shared()])).toEqual([undefined, undefined]);
+    fail = false;
+    expect(await shared()).toBe(7);
+  });
+
+  it("ok/a test's fake timers do not hold the read back (a lost immediate would stall every later mark)", async () => {
+    vi.useFakeTimers();
+    try {
+      const shared = sharedMarks(() => 3);
+      expect(await shared()).toBe(3);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
+import { setImmediate } from 'node:timers';
 import { endianness } from 'node:os';
 import type Database from 'better-sqlite3';
 
@@ -91,6 +92,34 @@ export function commitMarks(raw: Database.Database, file: string): CommitMarks {
       shm = undefined;
     },
   };
+}
+
+/**
+ * `mark`, taken once for every caller waiting when it is taken. A mark stands for a read of the
+ * committed state at the moment it is taken, so it may answer a request only if taken after that
+ * request was received: each call waits for the next turn of the event loop's check phase, after
+ * the poll phase has read what the sockets hold, and one mark then answers every call made
+ * before it. Under load one read of the header serves the many requests a poll phase brings in;
+ * a call made after the mark was taken waits for the next one. A mark that fails to read is none:
+ * the callers read the database.
+ */
+export function sharedMarks(mark: () => number | undefined): () => Promise<number | undefined> {
+  let waiting: ((mark: number | undefined) => void)[] = [];
+  const take = () => {
+    const callers = waiting;
+    waiting = [];
+    let taken: number | undefined;
+    try {
+      taken = mark();
+    } catch {
+      taken = undefined;
+    }
+    for (const answer of callers) answer(taken);
+  };
+  return () =>
+    new Promise((resolve) => {
+      if (waiting.push(resolve) === 1) setImmediate(take);
+    });
 }
 
 function u32(b: Buffer, at: number): number {

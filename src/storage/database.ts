@@ -92,8 +92,7 @@ function openSqlite(file: string): Db {
   // once per thousand pages. Recording issued certificates went ~12 % faster (bench/ca.ts, ECDSA).
   raw.pragma('wal_autocheckpoint = 10000');
   const commits = commitMarks(raw, file);
-  // An in-memory database has no marks: nothing to wait for.
-  const commitMark = raw.memory ? () => Promise.resolve(undefined) : sharedMarks(() => commits.mark());
+  const commitMark = sharedMarks(commits);
   const statements = withStatementCache(raw);
   const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
   return {

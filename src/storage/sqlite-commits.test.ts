@@ -189,13 +189,17 @@ describe('SQLite commit marks (the WAL-index header)', () => {
 });
 
 describe('sharedMarks (one header read for the requests waiting)', () => {
+  const marksFrom = (mark: () => number | undefined): CommitMarks => ({ mark, close: () => undefined });
+
   it('ok/the calls waiting when the mark is taken share one read, taken after every one of them was made', async () => {
     let reads = 0;
     const calls: number[] = [];
-    const shared = sharedMarks(() => {
-      reads++;
-      return calls.length;
-    });
+    const shared = sharedMarks(
+      marksFrom(() => {
+        reads++;
+        return calls.length;
+      }),
+    );
     const answers = Promise.all(
       [1, 2, 3, 4, 5].map((i) => {
         calls.push(i);
@@ -209,7 +213,7 @@ describe('sharedMarks (one header read for the requests waiting)', () => {
 
   it('race/a call made after the mark was taken never gets it: it waits for a new read (a commit in between is seen)', async () => {
     let committed = 0;
-    const shared = sharedMarks(() => committed);
+    const shared = sharedMarks(marksFrom(() => committed));
     const first = shared();
     const second = first.then(() => {
       // Answered the first mark; a commit lands, and a request comes in after it.
@@ -226,10 +230,12 @@ describe('sharedMarks (one header read for the requests waiting)', () => {
 
   it('fail/a mark that cannot be read answers undefined (the callers read the database); the next call reads again', async () => {
     let fail = true;
-    const shared = sharedMarks(() => {
-      if (fail) throw new Error('EBADF');
-      return 7;
-    });
+    const shared = sharedMarks(
+      marksFrom(() => {
+        if (fail) throw new Error('EBADF');
+        return 7;
+      }),
+    );
     expect(await Promise.all([shared(), shared()])).toEqual([undefined, undefined]);
     fail = false;
     expect(await shared()).toBe(7);
@@ -238,7 +244,7 @@ describe('sharedMarks (one header read for the requests waiting)', () => {
   it("ok/a test's fake timers do not hold the read back (a lost immediate would stall every later mark)", async () => {
     vi.useFakeTimers();
     try {
-      const shared = sharedMarks(() => 3);
+      const shared = sharedMarks(marksFrom(() => 3));
       expect(await shared()).toBe(3);
     } finally {
       vi.useRealTimers();

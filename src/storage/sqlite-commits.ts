@@ -103,14 +103,16 @@ export function commitMarks(raw: Database.Database, file: string): CommitMarks {
  * a call made after the mark was taken waits for the next one. A mark that fails to read is none:
  * the callers read the database.
  */
-export function sharedMarks(mark: () => number | undefined): () => Promise<number | undefined> {
+export function sharedMarks(marks: CommitMarks): () => Promise<number | undefined> {
+  // Where there can be no marks (an in-memory database) there is nothing to wait for.
+  if (marks === NO_MARKS) return () => Promise.resolve(undefined);
   let waiting: ((mark: number | undefined) => void)[] = [];
   const take = () => {
     const callers = waiting;
     waiting = [];
     let taken: number | undefined;
     try {
-      taken = mark();
+      taken = marks.mark();
     } catch {
       taken = undefined;
     }

@@ -5,6 +5,7 @@ export * from './addresses.js';
 export * from './baseline.js';
 export * from './boolish.js';
 export * from './catalog.js';
+export * from './check-phase.js';
 export * from './clock.js';
 export * from './csr.js';
 export * from './csr-verify.js';

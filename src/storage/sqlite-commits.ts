@@ -1,7 +1,7 @@
 import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
-import { setImmediate } from 'node:timers';
 import { endianness } from 'node:os';
 import type Database from 'better-sqlite3';
+import { checkPhaseBatches } from '../core/index.js';
 
 // Whether anything was committed to a SQLite database since a moment, by any connection of any
 // process, for the price of one small read instead of a read transaction (two lock calls and the
@@ -106,10 +106,7 @@ export function commitMarks(raw: Database.Database, file: string): CommitMarks {
 export function sharedMarks(marks: CommitMarks): () => Promise<number | undefined> {
   // Where there can be no marks (an in-memory database) there is nothing to wait for.
   if (marks === NO_MARKS) return () => Promise.resolve(undefined);
-  let waiting: ((mark: number | undefined) => void)[] = [];
-  const take = () => {
-    const callers = waiting;
-    waiting = [];
+  const wait = checkPhaseBatches<(mark: number | undefined) => void>((callers) => {
     let taken: number | undefined;
     try {
       taken = marks.mark();
@@ -117,11 +114,8 @@ export function sharedMarks(marks: CommitMarks): () => Promise<number | undefine
       taken = undefined;
     }
     for (const answer of callers) answer(taken);
-  };
-  return () =>
-    new Promise((resolve) => {
-      if (waiting.push(resolve) === 1) setImmediate(take);
-    });
+  });
+  return () => new Promise((resolve) => wait(resolve));
 }
 
 function u32(b: Buffer, at: number): number {

@@ -29,6 +29,7 @@ import type { TwoFactor } from '../ra/accounts/two-factor.js';
 import { registerRest, type RestDeps } from './rest/index.js';
 import { fastifyTrustProxy, type TrustProxy } from './trust-proxy.js';
 import { redactingLogger } from './log-redaction.js';
+import { sendTogether } from './send-together.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from './server-timeouts.js';
 import type { AccessEntry, App } from './types.js';
 
@@ -104,6 +105,8 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
     done();
   });
   app.setNotFoundHandler(handleNotFound);
+  // The responses of one event-loop turn leave together, in its check phase (send-together.ts).
+  sendTogether(app);
 
   // Step 1: bodies. One parser for every content type (DESIGN §5.2): JSON whatever the label.
   app.removeAllContentTypeParsers();

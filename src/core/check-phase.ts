@@ -1,0 +1,23 @@
+import { setImmediate } from 'node:timers';
+
+/**
+ * Work queued during one turn of the event loop, handed over together in its next check phase
+ * (one `setImmediate` for the whole batch), after the poll phase has read everything the sockets
+ * held. Used where many requests of one turn can share a step: one read of a commit mark for all
+ * of them (storage `sharedMarks`), or their responses leaving together (web `buildApp`).
+ *
+ * Work queued while a batch runs (in its callbacks or their promise continuations) goes into the
+ * next batch, a turn later. node:timers' `setImmediate`, not the global one: a test's fake timers
+ * replace the global, and an immediate they never fire would stall every caller for good.
+ */
+export function checkPhaseBatches<T>(run: (batch: T[]) => void): (item: T) => void {
+  let waiting: T[] = [];
+  const release = () => {
+    const batch = waiting;
+    waiting = [];
+    run(batch);
+  };
+  return (item) => {
+    if (waiting.push(item) === 1) setImmediate(release);
+  };
+}

@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify';
+import { checkPhaseBatches } from '../core/index.js';
+
+/**
+ * The responses of one event-loop turn leave together, in its check phase, after the poll phase
+ * has read every request that had arrived. A response written the moment it is ready wakes a
+ * client on this host (a reverse proxy, a load generator) that has just gone to sleep, once per
+ * response, and the wake-up is charged to this process's write: on the benchmark machines it was
+ * most of a cheap request's cost (docs/architecture.md, "Hot paths"). Written together, they wake
+ * it once. Each response is written on its own: one that cannot be written (a header Node
+ * refuses) is answered by the error handler, as it is without this hook, and holds back no other.
+ */
+export function sendTogether(app: FastifyInstance): void {
+  const later = checkPhaseBatches<() => void>((sends) => {
+    for (const send of sends) send();
+  });
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    later(() => {
+      try {
+        done(null, payload);
+      } catch (e) {
+        // What Fastify does when a response throws while written without this hook: the error handler answers.
+        void reply.send(e);
+      }
+    });
+  });
+}

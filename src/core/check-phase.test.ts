@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { checkPhaseBatches } from './check-phase.js';
+import { checkPhaseBatches, duringHandover } from './check-phase.js';
 
 describe('checkPhaseBatches', () => {
   it('hands the items of one turn over as one batch, after the turn', async () => {
@@ -36,5 +36,26 @@ describe('checkPhaseBatches', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it('tells the code a batch sets off that it runs during the handover, until the next turn', async () => {
+    const seen: [string, boolean][] = [];
+    const add = checkPhaseBatches<() => void>((b) => b.forEach((f) => f()));
+    // Past any handover an earlier test's batch left running.
+    await new Promise((r) => setImmediate(r));
+    seen.push(['before', duringHandover()]);
+    await new Promise<void>((resolve) => add(resolve));
+    seen.push(['continuation', duringHandover()]);
+    await Promise.resolve();
+    await Promise.resolve();
+    seen.push(['a later continuation', duringHandover()]);
+    await new Promise((r) => setImmediate(r));
+    seen.push(['the next turn', duringHandover()]);
+    expect(seen).toEqual([
+      ['before', false],
+      ['continuation', true],
+      ['a later continuation', true],
+      ['the next turn', false],
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { checkPhaseBatches } from '../core/index.js';
 import { sendTogether } from './send-together.js';
 
 // The responses of one turn leave together (send-together.ts), on a bare Fastify app: what the
@@ -30,12 +31,21 @@ describe('sendTogether', () => {
       log.push(`handled ${request.url}`);
       return { n: Number(request.params.n) };
     });
+    // As GET /Order waits for its commit mark: answers in a check phase, from a batch's handover.
+    const waitForCheckPhase = checkPhaseBatches<() => void>((b) => {
+      log.push('released');
+      b.forEach((f) => f());
+    });
+    a.get<{ Params: { n: string } }>('/waits/:n', async (request) => {
+      await new Promise<void>((resolve) => waitForCheckPhase(resolve));
+      return { n: Number(request.params.n) };
+    });
     a.get('/bad-header', async (_request, reply) => reply.header('x-bad', 'a\nb').send('never sent'));
     return { app: a, log };
   }
 
-  it('writes the responses of requests that arrived together after all of them were handled', async () => {
-    const { app: a, log } = app();
+  /** Sends `/<path>/0` … `/<path>/9` on ten connections at once, so that one poll phase reads them all. */
+  async function tenTogether(a: FastifyInstance, path: string): Promise<void> {
     await a.listen({ port: 0, host: '127.0.0.1' });
     const { port } = a.server.address() as AddressInfo;
     let accepted = 0;
@@ -66,14 +76,41 @@ describe('sendTogether', () => {
     // The server reads each connection once it has taken it in.
     await allAccepted;
     // Written in one go, the ten requests are all in the sockets when the server's poll phase reads them.
-    sockets.forEach((s, n) => s.write(`GET /echo/${n} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    sockets.forEach((s, n) => s.write(`GET /${path}/${n} HTTP/1.1\r\nHost: x\r\n\r\n`));
     const texts = await Promise.all(answered);
     for (const s of sockets) s.destroy();
     texts.forEach((t, n) => expect(t).toContain(`{"n":${n}}`));
+  }
+
+  it('writes the responses of requests that arrived together after all of them were handled', async () => {
+    const { app: a, log } = app();
+    await tenTogether(a, 'echo');
     const lastHandled = log.findLastIndex((l) => l.startsWith('handled'));
     const firstEnd = log.findIndex((l) => l.startsWith('end'));
     expect(log.filter((l) => l.startsWith('end'))).toHaveLength(10);
     expect(firstEnd).toBeGreaterThan(lastHandled);
+  });
+
+  it('writes a response made in a check phase in that check phase, not a turn later', async () => {
+    const { app: a, log } = app();
+    // One mark per turn of the event loop: an immediate that queues itself again runs once in every check phase.
+    let ticking = true;
+    const tick = () => {
+      log.push('turn');
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    try {
+      await tenTogether(a, 'waits');
+    } finally {
+      ticking = false;
+    }
+    const released = log.indexOf('released');
+    const lastEnd = log.findLastIndex((l) => l.startsWith('end'));
+    expect(log.filter((l) => l === 'released')).toHaveLength(1);
+    expect(log.filter((l) => l.startsWith('end'))).toHaveLength(10);
+    expect(lastEnd).toBeGreaterThan(released);
+    expect(log.slice(released, lastEnd).filter((l) => l === 'turn')).toEqual([]);
   });
 
   it('answers every request over HTTP with its own response, keep-alive, 50 at a time', async () => {

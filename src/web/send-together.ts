@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { checkPhaseBatches } from '../core/index.js';
+import { checkPhaseBatches, duringHandover } from '../core/index.js';
 
 /**
  * The responses of one event-loop turn leave together, in its check phase, after the poll phase
@@ -15,6 +15,9 @@ export function sendTogether(app: FastifyInstance): void {
     for (const send of sends) send();
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
+    // Answered in a check phase already (GET /Order waits for one for its commit mark): at once,
+    // with the others of that phase, not a turn later.
+    if (duringHandover()) return done(null, payload);
     later(() => {
       try {
         done(null, payload);

@@ -7,8 +7,9 @@ import { setImmediate } from 'node:timers';
  * of them (storage `sharedMarks`), or their responses leaving together (web `sendTogether`).
  *
  * Work queued while a batch runs (in its callbacks or their promise continuations) goes into the
- * next batch, a turn later. node:timers' `setImmediate`, not the global one: a test's fake timers
- * replace the global, and an immediate they never fire would stall every caller for good.
+ * next batch, a turn later. node:timers' `setImmediate`, not the global one, and imported by name:
+ * a test's fake timers replace the global and the properties of the `node:timers` module object,
+ * not a named import's binding, and an immediate they never fired would stall every caller.
  */
 export function checkPhaseBatches<T>(run: (batch: T[]) => void): (item: T) => void {
   let waiting: T[] = [];

@@ -77,6 +77,9 @@ describe('sendTogether', () => {
     await allAccepted;
     // Written in one go, the ten requests are all in the sockets when the server's poll phase reads them.
     sockets.forEach((s, n) => s.write(`GET /${path}/${n} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    // On a loaded machine the kernel may hand loopback data over a little later (ksoftirqd): this
+    // thread waits before its next poll phase, so that the poll phase finds all ten.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
     const texts = await Promise.all(answered);
     for (const s of sockets) s.destroy();
     texts.forEach((t, n) => expect(t).toContain(`{"n":${n}}`));
@@ -127,7 +130,7 @@ describe('sendTogether', () => {
     }
   });
 
-  it('answers a response Node cannot write with the error handler, and holds back no other', async () => {
+  it('answers a response Node cannot write with the error handler, and goes on answering the others', async () => {
     const { app: a } = app();
     await a.listen({ port: 0, host: '127.0.0.1' });
     const { port } = a.server.address() as AddressInfo;

@@ -9,6 +9,9 @@ import { checkPhaseBatches, duringHandover } from '../core/index.js';
  * most of a cheap request's cost (docs/architecture.md, "Hot paths"). Written together, they wake
  * it once. Each response is written on its own: one that cannot be written (a header Node
  * refuses) is answered by the error handler, as it is without this hook, and holds back no other.
+ *
+ * `reply.sent` stays false until the response is written: a hook or handler that sends must
+ * `return reply` (Fastify's own rule), or Fastify would go on with the request.
  */
 export function sendTogether(app: FastifyInstance): void {
   const later = checkPhaseBatches<() => void>((sends) => {
@@ -22,8 +25,14 @@ export function sendTogether(app: FastifyInstance): void {
       try {
         done(null, payload);
       } catch (e) {
-        // What Fastify does when a response throws while written without this hook: the error handler answers.
-        void reply.send(e);
+        // What Fastify does when a response throws while written without this hook: the error
+        // handler answers. Should that fail too, this connection is closed; the batch goes on.
+        try {
+          void reply.send(e instanceof Error ? e : new Error(String(e)));
+        } catch (again) {
+          reply.log.error({ err: again }, 'a response could not be written; the connection is closed');
+          reply.raw.destroy();
+        }
       }
     });
   });

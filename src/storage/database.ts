@@ -167,6 +167,9 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     // keepalive probes from a minute idle keep such a path open, and find one that was cut.
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_AFTER_MS,
+    // A statement is written without waiting for the answers to those before it: a transaction's
+    // BEGIN goes with its first statement, its held writes with its COMMIT (`sendingLater`).
+    pipeline: true,
     ...(schema === undefined ? {} : { options: `-c search_path="${schema}"` }),
   });
   pool.on('error', options.onConnectionError ?? (() => undefined));

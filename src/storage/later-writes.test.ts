@@ -181,13 +181,29 @@ if (pgUrl === undefined || pgUrl === '')
   console.warn('the round-trip count of held writes is PostgreSQL only: CERTDESK_TEST_DATABASE_URL is not set');
 describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes on postgres', () => {
   const k = (d: Db) => d.kysely as unknown as Kysely<Record<'later_a', { id: number; label: string }>>;
-  it('ok/a transaction of three held writes to three tables: BEGIN, one statement, COMMIT', async () => {
+  it('ok/a transaction of three held writes to three tables: BEGIN, one statement, COMMIT, in one write', async () => {
     const sent: string[] = [];
+    /** Writes to the socket (one per round trip): statements sent together go in one. */
+    let writes = 0;
+    const counted = new WeakSet<object>();
     const original = pg.Client.prototype.query;
     // Counted below the connection's own query (bound when the pool connects, after this).
     pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
       if (typeof args[0] === 'string' || typeof (args[0] as { text?: unknown })?.text === 'string')
         sent.push(typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text);
+      const socket = (
+        this as unknown as { connection: { stream: Record<'_write' | '_writev', (...a: unknown[]) => unknown> } }
+      ).connection.stream;
+      if (!counted.has(socket)) {
+        counted.add(socket);
+        for (const m of ['_write', '_writev'] as const) {
+          const write = socket[m].bind(socket);
+          socket[m] = (...a: unknown[]) => {
+            writes++;
+            return write(...a);
+          };
+        }
+      }
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof original;
     const scratch = await scratchPostgresDatabase(pgUrl!);
@@ -195,7 +211,21 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
     try {
       for (const t of ['later_a', 'later_b', 'later_c'])
         await own.kysely.executeQuery(CompiledQuery.raw(`CREATE TABLE ${t} (id integer PRIMARY KEY, label text)`));
+      // A transaction that sends nothing: neither BEGIN nor COMMIT goes to the server.
       sent.length = 0;
+      writes = 0;
+      await inTransaction(own, async () => undefined);
+      await expect(
+        inTransaction(own, async (tx) => {
+          await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 9, label: 'dropped' }).compile());
+          throw new Error('changed its mind');
+        }),
+      ).rejects.toThrow('changed its mind');
+      expect(sent).toEqual([]);
+      expect(writes).toBe(0);
+
+      sent.length = 0;
+      writes = 0;
       await inTransaction(own, async (tx) => {
         for (const t of [A, B, 'later_c' as Table])
           await writeLater(
@@ -208,6 +238,7 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
           );
       });
       expect(sent.map((t) => t.split(' ')[0]!.toLowerCase())).toEqual(['begin', 'with', 'commit']);
+      expect(writes).toBe(1);
       const counts = await own.kysely.executeQuery<{ n: number }>(
         CompiledQuery.raw(
           'SELECT (SELECT count(*) FROM later_a) + (SELECT count(*) FROM later_b) + (SELECT count(*) FROM later_c) AS n',
@@ -217,6 +248,7 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
 
       // An INSERT into another table carries them in its own statement; one into a held write's table does not.
       sent.length = 0;
+      writes = 0;
       const carried = await inTransaction(own, async (tx) => {
         await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 2, label: 'held' }).compile());
         await writeLater(
@@ -238,6 +270,8 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
       });
       expect(carried).toEqual([{ id: 2 }]);
       expect(sent.map((t) => t.split(' ')[0]!.toLowerCase())).toEqual(['begin', 'with', 'insert', 'insert', 'commit']);
+      // BEGIN with the first statement, the held write with the next, the COMMIT alone.
+      expect(writes).toBe(3);
       expect(sent[1]).toMatch(
         /^with "later_1" as \(insert into "later_a".*\), "later_2" as \(insert into "later_b".*\) insert into "later_c"/,
       );

@@ -2,6 +2,7 @@
 // (`preparing`), and writes held for later sent with a transaction's next statement
 // (`sendingLater`, storage `writeLater`). Installed on each pool connection by `openDatabase`.
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 
@@ -94,6 +95,9 @@ function transactionStatus(client: pg.PoolClient): string | null | undefined {
   return (client as unknown as { getTransactionStatus?: () => string | null }).getTransactionStatus?.();
 }
 
+/** pg's own encoding of a parameter (what it does to each value as it writes a statement). */
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(value: unknown): unknown };
+
 /** How `writeLater` marks its statements for the connection: the table, then the statement. */
 const LATER = '/* later ';
 
@@ -146,51 +150,128 @@ function carriesHeld(text: string, held: readonly LaterWrite[]): boolean {
   return table !== undefined && foldable(text) && !held.some((w) => w.table === table);
 }
 
+/** What a statement held back answers at once: nothing was sent yet, and its caller reads nothing. */
+const answered = (command: string): pg.QueryResult => ({ command, rowCount: null, rows: [], fields: [], oid: 0 });
+
 /**
  * Installs `client.query` for Kysely's call shape (text and values; every other use of the client
- * passes through untouched): statements go through `names` (`preparing`) when given, and writes
- * marked by `writeLater` inside a transaction are held and go to the server in one statement
- * before the transaction's next statement or its commit, one round trip for all of them, or in
- * that statement itself when it is an INSERT they cannot meet (`carriesHeld`). A held write
- * never outlives its transaction: a rollback drops it, and one that fails (or that pg refuses to
- * send) fails the statement it went before or with, and nothing after it is sent, so the
- * transaction rolls back whole. A write of a transaction's that its caller did not await before
- * the commit would be held past it, and dropped by the connection's next BEGIN: the callers
- * await each write.
+ * passes through untouched): statements go through `names` (`preparing`) when given, and a
+ * transaction's round trips are cut in three ways (the client runs in pg's pipeline mode, which
+ * writes a statement without waiting for the answers before it):
+ * - its BEGIN is held and goes in one write with its first statement, or with its COMMIT; a
+ *   transaction that sends nothing sends neither;
+ * - writes marked by `writeLater` are held and go as one statement in one write with the
+ *   transaction's next statement or its COMMIT, or in that statement itself when it is an INSERT
+ *   they cannot meet (`carriesHeld`);
+ * - what goes in one write is answered in order, and the caller's statement is answered with the
+ *   first failure among them: PostgreSQL runs nothing of the transaction after it (a COMMIT after
+ *   it rolls back), so the transaction rolls back whole.
+ * A held write never outlives its transaction: a rollback drops it. A write of a transaction's
+ * that its caller did not await before the commit would be held past it, and dropped by the
+ * connection's next BEGIN: the callers await each write.
  */
 export function sendingLater(client: pg.PoolClient, names: StatementNames | undefined): void {
   const query = client.query.bind(client) as Query;
   const send: Send = names === undefined ? (text, values) => query(text, values) : preparing(client, query, names);
+  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection
+    ?.stream;
+  /** A BEGIN not sent yet: the transaction has sent nothing so far. */
+  let begin: string | undefined;
   let held: LaterWrite[] = [];
-  /** The held writes, then `next` once they are done: never `next` (a COMMIT) after they failed. */
-  const afterHeld = (next: () => Promise<pg.QueryResult>): Promise<pg.QueryResult> => {
-    if (held.length === 0) return next();
-    const batch = laterWritesStatement(held);
+  const transacting = () => begin !== undefined || transactionStatus(client) === 'T';
+
+  /**
+   * The held BEGIN, the held writes and then `last`, in one write: answered with `last`'s result,
+   * or the first failure among them (the ones after it fail for it, and are not reported).
+   */
+  const withHeld = (last: (() => Promise<pg.QueryResult>) | undefined): Promise<pg.QueryResult> => {
+    const parts: (() => Promise<pg.QueryResult>)[] = [];
+    if (begin !== undefined) {
+      const text = begin;
+      parts.push(() => query(text));
+    }
+    if (held.length > 0) {
+      const batch = laterWritesStatement(held);
+      let encoded: unknown[];
+      try {
+        // Encoded before anything is written: a value pg refuses would fail the held writes on
+        // this side alone, and the COMMIT written behind them would then commit the rest.
+        encoded = batch.values.map((v) => prepareValue(v));
+      } catch (e) {
+        begin = undefined;
+        held = [];
+        return Promise.reject(e as Error);
+      }
+      parts.push(() => send(batch.text, encoded));
+    }
+    begin = undefined;
     held = [];
-    return send(batch.text, batch.values).then(next);
+    if (last !== undefined) parts.push(last);
+    if (parts.length === 1) return parts[0]!();
+    stream?.cork?.();
+    let answers: Promise<pg.QueryResult>[];
+    try {
+      answers = parts.map((part) => {
+        try {
+          return part();
+        } catch (e) {
+          return Promise.reject(e as Error);
+        }
+      });
+    } finally {
+      stream?.uncork?.();
+    }
+    for (const a of answers) a.catch(() => undefined);
+    return answers.reduce((before, answer) => before.then(() => answer));
   };
+
   (client as { query: unknown }).query = (...args: unknown[]) => {
     const [text, values] = args;
     if (args.length !== 2 || typeof text !== 'string' || !Array.isArray(values)) {
       // Only Kysely uses these connections, always with text and values.
-      if (held.length > 0) throw new Error('a query of another shape while writes are held on the connection');
+      if (held.length > 0 || begin !== undefined)
+        throw new Error('a query of another shape while a transaction holds statements on the connection');
       return query(...args);
     }
     if (text.startsWith(LATER)) {
       const end = text.indexOf(' */ ');
       const write = { table: text.slice(LATER.length, end), text: text.slice(end + 4), values };
-      if (transactionStatus(client) !== 'T' || !foldable(write.text)) return afterHeld(() => send(write.text, values));
+      if (!transacting() || !foldable(write.text)) return withHeld(() => send(write.text, values));
       // Two writes of one table in one statement could meet on a row: the first goes ahead.
-      const before = held.some((w) => w.table === write.table) ? afterHeld(() => Promise.resolve(HELD)) : undefined;
+      const before = held.some((w) => w.table === write.table) ? withHeld(undefined) : undefined;
       held.push(write);
-      return before ?? Promise.resolve(HELD);
+      return before?.then(() => HELD) ?? Promise.resolve(HELD);
     }
-    if (/^\s*(rollback|begin)\b/i.test(text)) held = [];
+    if (values.length === 0 && /^\s*(begin|start transaction)\b/i.test(text) && !transacting()) {
+      held = [];
+      begin = text;
+      return Promise.resolve(answered('BEGIN'));
+    }
+    if (values.length === 0 && /^\s*rollback\s*$/i.test(text)) {
+      held = [];
+      // Nothing of the transaction was sent: there is nothing to roll back.
+      if (begin !== undefined) {
+        begin = undefined;
+        return Promise.resolve(answered('ROLLBACK'));
+      }
+      return query(text, values);
+    }
+    if (values.length === 0 && /^\s*commit\s*$/i.test(text)) {
+      if (begin !== undefined && held.length === 0) {
+        begin = undefined;
+        return Promise.resolve(answered('COMMIT'));
+      }
+      // PostgreSQL answers the COMMIT of a failed transaction with ROLLBACK, not an error.
+      return withHeld(() => query(text, values)).then((r) => {
+        if (r.command !== 'COMMIT') throw new Error(`the transaction was not committed (${r.command})`);
+        return r;
+      });
+    }
     if (held.length > 0 && carriesHeld(text, held)) {
       const statement = laterWritesStatement([...held, { table: '', text, values }]);
       held = [];
-      return send(statement.text, statement.values);
+      return withHeld(() => send(statement.text, statement.values));
     }
-    return afterHeld(() => send(text, values));
+    return withHeld(() => send(text, values));
   };
 }

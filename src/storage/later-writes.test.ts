@@ -181,6 +181,19 @@ if (pgUrl === undefined || pgUrl === '')
   console.warn('the round-trip count of held writes is PostgreSQL only: CERTDESK_TEST_DATABASE_URL is not set');
 describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes on postgres', () => {
   const k = (d: Db) => d.kysely as unknown as Kysely<Record<'later_a', { id: number; label: string }>>;
+  /** `fn` with a database of its own (one connection) holding `tables`, dropped after. */
+  const withOwnDatabase = async (tables: readonly string[], fn: (own: Db) => Promise<void>) => {
+    const scratch = await scratchPostgresDatabase(pgUrl!);
+    const own = await openDatabase({ url: scratch.url, poolSize: 1 });
+    try {
+      for (const t of tables)
+        await own.kysely.executeQuery(CompiledQuery.raw(`CREATE TABLE ${t} (id integer PRIMARY KEY, label text)`));
+      await fn(own);
+    } finally {
+      await own.close();
+      await scratch.drop();
+    }
+  };
   it('ok/a transaction of three held writes to three tables: BEGIN, one statement, COMMIT, in one write', async () => {
     const sent: string[] = [];
     /** Writes to the socket (one per round trip): statements sent together go in one. */
@@ -281,4 +294,49 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
       await scratch.drop();
     }
   });
+
+  it('fail/a held value pg refuses: every later statement of the transaction fails too, and nothing commits, even if the caller goes on', () =>
+    withOwnDatabase(['later_a', 'later_b'], async (own) => {
+      const unencodable = {
+        toPostgres: () => {
+          throw new Error('cannot encode this value');
+        },
+      };
+      const attempt = inTransaction(own, async (tx) => {
+        await k(tx).insertInto('later_a').values({ id: 1, label: 'sent with the BEGIN' }).execute();
+        await writeLater(
+          tx,
+          B,
+          CompiledQuery.raw('insert into "later_b" (id, label) values ($1, $2)', [1, unencodable]),
+        );
+        // The caller catches the failure and goes on: what follows must not run outside the transaction or commit.
+        await expect(k(tx).insertInto('later_a').values({ id: 2, label: 'after' }).execute()).rejects.toThrow(
+          'cannot encode this value',
+        );
+        await k(tx).insertInto('later_a').values({ id: 3, label: 'goes on' }).execute();
+      });
+      await expect(attempt).rejects.toThrow('cannot encode this value');
+      const left = await own.kysely.executeQuery<{ n: number }>(
+        CompiledQuery.raw('SELECT (SELECT count(*) FROM later_a) + (SELECT count(*) FROM later_b) AS n'),
+      );
+      expect(Number(left.rows[0]!.n)).toBe(0);
+      // The connection is clean afterwards.
+      await inTransaction(own, (tx) => k(tx).insertInto('later_a').values({ id: 4, label: 'next' }).execute());
+      expect((await k(own).selectFrom('later_a').select('id').execute()).map((r) => r.id)).toEqual([4]);
+    }));
+
+  it('ok/a held write after a savepoint is dropped by rolling back to it: not sent, so its failure does not fail the rollback', () =>
+    withOwnDatabase(['later_a'], async (own) => {
+      await inTransaction(own, async (tx) => {
+        await k(tx).insertInto('later_a').values({ id: 1, label: 'kept' }).execute();
+        await sql`SAVEPOINT sp`.execute(tx.kysely);
+        // Would fail (the key is taken) if it were sent.
+        await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 1, label: 'taken' }).compile());
+        await sql`ROLLBACK TO SAVEPOINT sp`.execute(tx.kysely);
+        await k(tx).insertInto('later_a').values({ id: 2, label: 'after the savepoint' }).execute();
+      });
+      expect(
+        (await k(own).selectFrom('later_a').select(['id', 'label']).orderBy('id').execute()).map((r) => r.label),
+      ).toEqual(['kept', 'after the savepoint']);
+    }));
 });

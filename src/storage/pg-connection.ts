@@ -55,8 +55,12 @@ const MAX_PREPARED_PER_CONNECTION = 500;
 
 /** A PostgreSQL connection's `query`, as pg gives it. */
 type Query = (...args: unknown[]) => Promise<pg.QueryResult>;
-/** Sends one statement of Kysely's call shape: its text and its values. */
-type Send = (text: string, values: unknown[]) => Promise<pg.QueryResult>;
+/**
+ * Sends one statement of Kysely's call shape: its text and its values. `outside`: written outside
+ * any transaction (decided when it is written: with pipelining, pg's view of the transaction may
+ * already include what was written behind it when the answer comes).
+ */
+type Send = (text: string, values: unknown[], outside: boolean) => Promise<pg.QueryResult>;
 
 /**
  * Runs the statements Kysely sends on `client` as named prepared statements, each parsed once
@@ -70,7 +74,7 @@ type Send = (text: string, values: unknown[]) => Promise<pg.QueryResult>;
  */
 function preparing(client: pg.PoolClient, query: Query, names: StatementNames): Send {
   const prepared = new Set<string>();
-  const run = async (text: string, values: unknown[], name: string) => {
+  const run = async (text: string, values: unknown[], name: string, outside: boolean) => {
     try {
       const result = await query({ name, text, values });
       prepared.add(name);
@@ -78,15 +82,15 @@ function preparing(client: pg.PoolClient, query: Query, names: StatementNames): 
     } catch (e) {
       if (!isReplannedStatement(e)) throw e;
       names.rename(text);
-      if (transactionStatus(client) !== 'I') throw e;
+      if (!outside) throw e;
       return query(text, values);
     }
   };
-  return (text, values) => {
+  return (text, values, outside) => {
     const name = names.nameOf(text, values.length);
     if (name === undefined || (!prepared.has(name) && prepared.size >= MAX_PREPARED_PER_CONNECTION))
       return query(text, values);
-    return run(text, values, name);
+    return run(text, values, name, outside);
   };
 }
 
@@ -165,8 +169,10 @@ const answered = (command: string): pg.QueryResult => ({ command, rowCount: null
  *   they cannot meet (`carriesHeld`);
  * - what goes in one write is answered in order, and the caller's statement is answered with the
  *   first failure among them: PostgreSQL runs nothing of the transaction after it (a COMMIT after
- *   it rolls back), so the transaction rolls back whole.
- * A held write never outlives its transaction: a rollback drops it. A write of a transaction's
+ *   it rolls back), so the transaction rolls back whole. A held value pg refuses on this side
+ *   (`takeHeld`) fails every later statement of the transaction too, its COMMIT included.
+ * A held write never outlives its transaction: a rollback drops it, and so does a rollback to a
+ * savepoint (everything held before the SAVEPOINT went with it). A write of a transaction's
  * that its caller did not await before the commit would be held past it, and dropped by the
  * connection's next BEGIN: the callers await each write.
  */
@@ -178,35 +184,45 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
   /** A BEGIN not sent yet: the transaction has sent nothing so far. */
   let begin: string | undefined;
   let held: LaterWrite[] = [];
-  const transacting = () => begin !== undefined || transactionStatus(client) === 'T';
+  /** Why the transaction failed on this side (a held value pg refuses): every statement until its ROLLBACK fails with it. */
+  let refused: Error | undefined;
+  const transacting = () => begin !== undefined || transactionStatus(client) !== 'I';
+
+  /**
+   * The held writes, their values encoded as pg will write them, and no longer held. A value pg
+   * refuses fails the transaction here, before anything of it is written: refused on this side
+   * alone, nothing would fail on the server, and a COMMIT written behind it would commit the rest.
+   */
+  const takeHeld = (): LaterWrite[] | Error => {
+    try {
+      const writes = held.map((w) => ({ ...w, values: w.values.map((v) => prepareValue(v)) }));
+      held = [];
+      return writes;
+    } catch (e) {
+      refused = e instanceof Error ? e : new Error(String(e));
+      return refused;
+    }
+  };
 
   /**
    * The held BEGIN, the held writes and then `last`, in one write: answered with `last`'s result,
    * or the first failure among them (the ones after it fail for it, and are not reported).
    */
-  const withHeld = (last: (() => Promise<pg.QueryResult>) | undefined): Promise<pg.QueryResult> => {
+  const withHeld = (last: ((outside: boolean) => Promise<pg.QueryResult>) | undefined): Promise<pg.QueryResult> => {
+    const outside = !transacting();
     const parts: (() => Promise<pg.QueryResult>)[] = [];
     if (begin !== undefined) {
       const text = begin;
       parts.push(() => query(text));
     }
-    if (held.length > 0) {
-      const batch = laterWritesStatement(held);
-      let encoded: unknown[];
-      try {
-        // Encoded before anything is written: a value pg refuses would fail the held writes on
-        // this side alone, and the COMMIT written behind them would then commit the rest.
-        encoded = batch.values.map((v) => prepareValue(v));
-      } catch (e) {
-        begin = undefined;
-        held = [];
-        return Promise.reject(e as Error);
-      }
-      parts.push(() => send(batch.text, encoded));
+    const writes = takeHeld();
+    if (writes instanceof Error) return Promise.reject(writes);
+    if (writes.length > 0) {
+      const batch = laterWritesStatement(writes);
+      parts.push(() => send(batch.text, batch.values, false));
     }
     begin = undefined;
-    held = [];
-    if (last !== undefined) parts.push(last);
+    if (last !== undefined) parts.push(() => last(outside));
     if (parts.length === 1) return parts[0]!();
     stream?.cork?.();
     let answers: Promise<pg.QueryResult>[];
@@ -233,10 +249,21 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
         throw new Error('a query of another shape while a transaction holds statements on the connection');
       return query(...args);
     }
+    if (values.length === 0 && /^\s*rollback\s*$/i.test(text)) {
+      held = [];
+      refused = undefined;
+      // Nothing of the transaction was sent: there is nothing to roll back.
+      if (begin !== undefined) {
+        begin = undefined;
+        return Promise.resolve(answered('ROLLBACK'));
+      }
+      return query(text, values);
+    }
+    if (refused !== undefined) return Promise.reject(refused);
     if (text.startsWith(LATER)) {
       const end = text.indexOf(' */ ');
       const write = { table: text.slice(LATER.length, end), text: text.slice(end + 4), values };
-      if (!transacting() || !foldable(write.text)) return withHeld(() => send(write.text, values));
+      if (!transacting() || !foldable(write.text)) return withHeld((outside) => send(write.text, values, outside));
       // Two writes of one table in one statement could meet on a row: the first goes ahead.
       const before = held.some((w) => w.table === write.table) ? withHeld(undefined) : undefined;
       held.push(write);
@@ -246,15 +273,6 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
       held = [];
       begin = text;
       return Promise.resolve(answered('BEGIN'));
-    }
-    if (values.length === 0 && /^\s*rollback\s*$/i.test(text)) {
-      held = [];
-      // Nothing of the transaction was sent: there is nothing to roll back.
-      if (begin !== undefined) {
-        begin = undefined;
-        return Promise.resolve(answered('ROLLBACK'));
-      }
-      return query(text, values);
     }
     if (values.length === 0 && /^\s*commit\s*$/i.test(text)) {
       if (begin !== undefined && held.length === 0) {
@@ -267,11 +285,15 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
         return r;
       });
     }
+    // What was written after a savepoint is undone by rolling back to it: held writes of that
+    // stretch are dropped, not sent (the SAVEPOINT itself went with everything held before it).
+    if (/^\s*rollback\s+to\b/i.test(text)) held = [];
     if (held.length > 0 && carriesHeld(text, held)) {
-      const statement = laterWritesStatement([...held, { table: '', text, values }]);
-      held = [];
-      return withHeld(() => send(statement.text, statement.values));
+      const writes = takeHeld();
+      if (writes instanceof Error) return Promise.reject(writes);
+      const statement = laterWritesStatement([...writes, { table: '', text, values }]);
+      return withHeld((outside) => send(statement.text, statement.values, outside));
     }
-    return withHeld(() => send(text, values));
+    return withHeld((outside) => send(text, values, outside));
   };
 }

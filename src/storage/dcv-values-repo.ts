@@ -1,8 +1,19 @@
 import type { CustomerId } from '../core/index.js';
 import type { Db } from './database.js';
 
+/** How many live values a process keeps (`DcvValuesRepo.known`). */
+const KNOWN_VALUES = 10_000;
+
 /** DCV values (DESIGN §5.6): one random value per (customer, CA brand, CSR SHA-256), valid 30 days. */
 export class DcvValuesRepo {
+  /**
+   * Values this process read committed, until they expire. A live value never changes (only an
+   * expired one is replaced, and only expired ones are deleted), so it is the value every process
+   * reads until then: POST /Order after POST /DNSData for the same CSR reads it once. Values read
+   * in a transaction are not kept (it may roll back).
+   */
+  private readonly known = new Map<string, { value: string; expiresAt: number }>();
+
   constructor(private readonly db: Db) {}
 
   /**
@@ -15,14 +26,25 @@ export class DcvValuesRepo {
     now: number,
     ttlSeconds: number,
   ): Promise<string> {
+    const committed = !this.db.kysely.isTransaction;
+    const id = `${key.customerId}|${key.caBrand}|${key.csrSha256}`;
+    const known = committed ? this.known.get(id) : undefined;
+    if (known !== undefined && known.expiresAt > now) return known.value;
     const where = this.db.kysely
       .selectFrom('dcv_values')
       .select(['value', 'expires_at'])
       .where('customer_id', '=', key.customerId)
       .where('ca_brand', '=', key.caBrand)
       .where('csr_sha256', '=', key.csrSha256);
+    const keep = (row: { value: string; expires_at: number }) => {
+      if (!committed || row.expires_at <= now) return row.value;
+      this.known.delete(id);
+      if (this.known.size >= KNOWN_VALUES) this.known.delete(this.known.keys().next().value as string);
+      this.known.set(id, { value: row.value, expiresAt: row.expires_at });
+      return row.value;
+    };
     const existing = await where.executeTakeFirst();
-    if (existing !== undefined && existing.expires_at > now) return existing.value;
+    if (existing !== undefined && existing.expires_at > now) return keep(existing);
     if (existing !== undefined) {
       // Guarded: only an expired value is replaced, so a racing renewal is not overwritten.
       await this.db.kysely
@@ -47,8 +69,7 @@ export class DcvValuesRepo {
         .onConflict((oc) => oc.columns(['customer_id', 'ca_brand', 'csr_sha256']).doNothing())
         .execute();
     }
-    const row = await where.executeTakeFirstOrThrow();
-    return row.value;
+    return keep(await where.executeTakeFirstOrThrow());
   }
 
   /** The live value for the key, or undefined when there is none (nothing is created). */

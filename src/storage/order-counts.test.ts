@@ -1,9 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newCustomer } from '../../test/support/customers.js';
 import { testDialects } from '../../test/support/databases.js';
 import { plans } from '../../test/support/query-plans.js';
 import { money, orderId, type CustomerId, type MajorStatus, type OrderId } from '../core/index.js';
-import { CustomersRepo } from './customers-repo.js';
 import { inTransaction, type Db } from './database.js';
 import { orderCounts } from './migrations/0020-order-counts.js';
 import { OrderQueriesRepo, type OrderFilter } from './order-queries-repo.js';
@@ -90,21 +90,6 @@ describe.each(testDialects())('order_counts on $dialect', ({ dialect, open }) =>
     orderDate: 1000,
     ...over,
   });
-  const newCustomer = async (d: Db, name: string): Promise<CustomerId> =>
-    (
-      await new CustomersRepo(d).create(
-        {
-          name,
-          email: `${name}@example.com`,
-          currency: 'EUR',
-          creditLimitMinor: 0,
-          country: 'DE',
-          locale: 'de_DE',
-          timezone: 'UTC',
-        },
-        1,
-      )
-    ).id;
   const setStatus = (d: Db, id: OrderId, status: MajorStatus) =>
     d.kysely.updateTable('orders').set({ major_status: status }).where('id', '=', id).execute();
 

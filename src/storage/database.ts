@@ -173,7 +173,14 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     ...(schema === undefined ? {} : { options: `-c search_path="${schema}"` }),
   });
   pool.on('error', options.onConnectionError ?? (() => undefined));
-  pool.on('connect', (client) => sendingLater(client, options.prepared !== false ? statementNames : undefined));
+  pool.on('connect', (client) => {
+    sendingLater(client, options.prepared !== false ? statementNames : undefined);
+    // A connection lost while in use (a restart, a failover, a cut network): its statements fail
+    // and their callers see it, and the pool drops it when it comes back. pg also emits 'error' on
+    // the client, which the pool listens to only while the client is idle: unheard, it would end
+    // the process.
+    client.on('error', () => undefined);
+  });
   const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,

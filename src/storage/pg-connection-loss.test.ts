@@ -1,0 +1,49 @@
+// A PostgreSQL connection lost while a transaction holds it (the server restarted, a failover, a
+// cut network, an operator's pg_terminate_backend): the transaction fails with the loss, the
+// process goes on, and the next transaction gets a new connection. pg reports the loss as an
+// 'error' event on the client, and the pool listens only while the client is idle: without a
+// listener of ours, that event would end the process.
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scratchPostgresDatabase } from '../../test/support/databases.js';
+import { inTransaction, openDatabase } from './database.js';
+
+const url = process.env.CERTDESK_TEST_DATABASE_URL;
+if (url === undefined || url === '')
+  console.warn('connection loss tests not run: they are PostgreSQL only and CERTDESK_TEST_DATABASE_URL is not set');
+
+describe.skipIf(url === undefined || url === '')('a PostgreSQL connection lost in a transaction', () => {
+  let scratch: Awaited<ReturnType<typeof scratchPostgresDatabase>>;
+  beforeAll(async () => {
+    scratch = await scratchPostgresDatabase(url!);
+  });
+  afterAll(async () => {
+    await scratch?.drop();
+  });
+
+  it('fail/the transaction fails with the loss, the process goes on, and the next transaction gets a new connection', async () => {
+    const db = await openDatabase({ url: scratch.url, poolSize: 1 });
+    const admin = new pg.Client({ connectionString: scratch.url });
+    await admin.connect();
+    try {
+      const pid = async (k: typeof db.kysely) =>
+        (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(k)).rows[0]!.pid;
+      let lost = 0;
+      const attempt = inTransaction(db, async (tx) => {
+        lost = await pid(tx.kysely);
+        // Between two statements, as a transaction is most of the time.
+        await admin.query('SELECT pg_terminate_backend($1)', [lost]);
+        // Until the server's goodbye arrives, the connection looks alive.
+        for (;;) await sql`SELECT 1`.execute(tx.kysely);
+      });
+      // In the words of whichever part saw it first: the server's goodbye, the closed socket, pg.
+      await expect(attempt).rejects.toThrow(/terminat|ECONNRESET|EPIPE|not queryable/i);
+      const next = await inTransaction(db, (tx) => pid(tx.kysely));
+      expect(next).not.toBe(lost);
+    } finally {
+      await admin.end();
+      await db.close();
+    }
+  });
+});

@@ -3,6 +3,11 @@ import type { Db } from './database.js';
 
 /** How many live values a process keeps (`DcvValuesRepo.known`). */
 const KNOWN_VALUES = 10_000;
+/**
+ * A kept value is read again this long before it expires: another process whose clock runs ahead
+ * may replace it as expired a little before this one's clock says so.
+ */
+const KEPT_MARGIN_SECONDS = 300;
 
 /** DCV values (DESIGN §5.6): one random value per (customer, CA brand, CSR SHA-256), valid 30 days. */
 export class DcvValuesRepo {
@@ -10,7 +15,7 @@ export class DcvValuesRepo {
    * Values this process read committed, until they expire. A live value never changes (only an
    * expired one is replaced, and only expired ones are deleted), so it is the value every process
    * reads until then: POST /Order after POST /DNSData for the same CSR reads it once. Values read
-   * in a transaction are not kept (it may roll back).
+   * in a transaction are not kept (it may roll back); none is used in its last KEPT_MARGIN_SECONDS.
    */
   private readonly known = new Map<string, { value: string; expiresAt: number }>();
 
@@ -29,7 +34,7 @@ export class DcvValuesRepo {
     const committed = !this.db.kysely.isTransaction;
     const id = `${key.customerId}|${key.caBrand}|${key.csrSha256}`;
     const known = committed ? this.known.get(id) : undefined;
-    if (known !== undefined && known.expiresAt > now) return known.value;
+    if (known !== undefined && known.expiresAt - KEPT_MARGIN_SECONDS > now) return known.value;
     const where = this.db.kysely
       .selectFrom('dcv_values')
       .select(['value', 'expires_at'])
@@ -37,15 +42,34 @@ export class DcvValuesRepo {
       .where('ca_brand', '=', key.caBrand)
       .where('csr_sha256', '=', key.csrSha256);
     const keep = (row: { value: string; expires_at: number }) => {
-      if (!committed || row.expires_at <= now) return row.value;
+      if (!committed || row.expires_at - KEPT_MARGIN_SECONDS <= now) return row.value;
       this.known.delete(id);
       if (this.known.size >= KNOWN_VALUES) this.known.delete(this.known.keys().next().value as string);
       this.known.set(id, { value: row.value, expiresAt: row.expires_at });
       return row.value;
     };
-    const existing = await where.executeTakeFirst();
+    let existing = await where.executeTakeFirst();
     if (existing !== undefined && existing.expires_at > now) return keep(existing);
-    if (existing !== undefined) {
+    // Twice at most: an expired row the housekeeping purge deletes between the read and the update
+    // leaves nothing to update, and the second pass inserts.
+    for (let pass = 0; ; pass++) {
+      await this.store(key, existing !== undefined, candidate, now, ttlSeconds);
+      const stored = await where.executeTakeFirst();
+      if (stored !== undefined) return keep(stored);
+      if (pass > 0) throw new Error('the DCV value was deleted while it was being stored');
+      existing = undefined;
+    }
+  }
+
+  /** `candidate` as the value: replacing an expired one (`replace`), or new. */
+  private async store(
+    key: { customerId: CustomerId; caBrand: string; csrSha256: string },
+    replace: boolean,
+    candidate: string,
+    now: number,
+    ttlSeconds: number,
+  ): Promise<void> {
+    if (replace) {
       // Guarded: only an expired value is replaced, so a racing renewal is not overwritten.
       await this.db.kysely
         .updateTable('dcv_values')
@@ -69,7 +93,6 @@ export class DcvValuesRepo {
         .onConflict((oc) => oc.columns(['customer_id', 'ca_brand', 'csr_sha256']).doNothing())
         .execute();
     }
-    return keep(await where.executeTakeFirstOrThrow());
   }
 
   /** The live value for the key, or undefined when there is none (nothing is created). */

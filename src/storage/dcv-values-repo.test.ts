@@ -20,15 +20,15 @@ describe.each(testDialects())('DCV values on $dialect', ({ open }) => {
   });
   afterAll(async () => db?.close());
 
-  /** `db` with every statement sent through it counted. */
+  /** `db` with every statement run through it counted (subqueries pass transformQuery too, not transformResult). */
   const counting = () => {
     const sent = { n: 0 };
     const kysely = db.kysely.withPlugin({
-      transformQuery: (args) => {
+      transformQuery: (args) => args.node,
+      transformResult: (args) => {
         sent.n++;
-        return args.node;
+        return Promise.resolve(args.result);
       },
-      transformResult: (args) => Promise.resolve(args.result),
     });
     return { db: { ...db, kysely }, sent };
   };

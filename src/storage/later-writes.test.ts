@@ -219,79 +219,81 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
       }
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof original;
-    const scratch = await scratchPostgresDatabase(pgUrl!);
-    const own = await openDatabase({ url: scratch.url, poolSize: 1 });
     try {
-      for (const t of ['later_a', 'later_b', 'later_c'])
-        await own.kysely.executeQuery(CompiledQuery.raw(`CREATE TABLE ${t} (id integer PRIMARY KEY, label text)`));
-      // A transaction that sends nothing: neither BEGIN nor COMMIT goes to the server.
-      sent.length = 0;
-      writes = 0;
-      await inTransaction(own, async () => undefined);
-      await expect(
-        inTransaction(own, async (tx) => {
-          await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 9, label: 'dropped' }).compile());
-          throw new Error('changed its mind');
-        }),
-      ).rejects.toThrow('changed its mind');
-      expect(sent).toEqual([]);
-      expect(writes).toBe(0);
+      await withOwnDatabase(['later_a', 'later_b', 'later_c'], async (own) => {
+        // A transaction that sends nothing: neither BEGIN nor COMMIT goes to the server.
+        sent.length = 0;
+        writes = 0;
+        await inTransaction(own, async () => undefined);
+        await expect(
+          inTransaction(own, async (tx) => {
+            await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 9, label: 'dropped' }).compile());
+            throw new Error('changed its mind');
+          }),
+        ).rejects.toThrow('changed its mind');
+        expect(sent).toEqual([]);
+        expect(writes).toBe(0);
 
-      sent.length = 0;
-      writes = 0;
-      await inTransaction(own, async (tx) => {
-        for (const t of [A, B, 'later_c' as Table])
+        sent.length = 0;
+        writes = 0;
+        await inTransaction(own, async (tx) => {
+          for (const t of [A, B, 'later_c' as Table])
+            await writeLater(
+              tx,
+              t,
+              k(tx)
+                .insertInto(t as 'later_a')
+                .values({ id: 1, label: t })
+                .compile(),
+            );
+        });
+        expect(sent.map((t) => t.split(' ')[0]!.toLowerCase())).toEqual(['begin', 'with', 'commit']);
+        expect(writes).toBe(1);
+        const counts = await own.kysely.executeQuery<{ n: number }>(
+          CompiledQuery.raw(
+            'SELECT (SELECT count(*) FROM later_a) + (SELECT count(*) FROM later_b) + (SELECT count(*) FROM later_c) AS n',
+          ),
+        );
+        expect(Number(counts.rows[0]!.n)).toBe(3);
+
+        // An INSERT into another table carries them in its own statement; one into a held write's table does not.
+        sent.length = 0;
+        writes = 0;
+        const carried = await inTransaction(own, async (tx) => {
+          await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 2, label: 'held' }).compile());
           await writeLater(
             tx,
-            t,
+            B,
             k(tx)
-              .insertInto(t as 'later_a')
-              .values({ id: 1, label: t })
+              .insertInto('later_b' as 'later_a')
+              .values({ id: 2, label: 'held' })
               .compile(),
           );
-      });
-      expect(sent.map((t) => t.split(' ')[0]!.toLowerCase())).toEqual(['begin', 'with', 'commit']);
-      expect(writes).toBe(1);
-      const counts = await own.kysely.executeQuery<{ n: number }>(
-        CompiledQuery.raw(
-          'SELECT (SELECT count(*) FROM later_a) + (SELECT count(*) FROM later_b) + (SELECT count(*) FROM later_c) AS n',
-        ),
-      );
-      expect(Number(counts.rows[0]!.n)).toBe(3);
-
-      // An INSERT into another table carries them in its own statement; one into a held write's table does not.
-      sent.length = 0;
-      writes = 0;
-      const carried = await inTransaction(own, async (tx) => {
-        await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 2, label: 'held' }).compile());
-        await writeLater(
-          tx,
-          B,
-          k(tx)
-            .insertInto('later_b' as 'later_a')
-            .values({ id: 2, label: 'held' })
-            .compile(),
+          const c = await k(tx)
+            .insertInto('later_c' as 'later_a')
+            .values({ id: 2, label: 'carrier' })
+            .returning('id')
+            .execute();
+          await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 3, label: 'held' }).compile());
+          await k(tx).insertInto('later_a').values({ id: 4, label: 'after' }).execute();
+          return c;
+        });
+        expect(carried).toEqual([{ id: 2 }]);
+        expect(sent.map((t) => t.split(' ')[0]!.toLowerCase())).toEqual([
+          'begin',
+          'with',
+          'insert',
+          'insert',
+          'commit',
+        ]);
+        // BEGIN with the first statement, the held write with the next, the COMMIT alone.
+        expect(writes).toBe(3);
+        expect(sent[1]).toMatch(
+          /^with "later_1" as \(insert into "later_a".*\), "later_2" as \(insert into "later_b".*\) insert into "later_c"/,
         );
-        const c = await k(tx)
-          .insertInto('later_c' as 'later_a')
-          .values({ id: 2, label: 'carrier' })
-          .returning('id')
-          .execute();
-        await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 3, label: 'held' }).compile());
-        await k(tx).insertInto('later_a').values({ id: 4, label: 'after' }).execute();
-        return c;
       });
-      expect(carried).toEqual([{ id: 2 }]);
-      expect(sent.map((t) => t.split(' ')[0]!.toLowerCase())).toEqual(['begin', 'with', 'insert', 'insert', 'commit']);
-      // BEGIN with the first statement, the held write with the next, the COMMIT alone.
-      expect(writes).toBe(3);
-      expect(sent[1]).toMatch(
-        /^with "later_1" as \(insert into "later_a".*\), "later_2" as \(insert into "later_b".*\) insert into "later_c"/,
-      );
     } finally {
       pg.Client.prototype.query = original;
-      await own.close();
-      await scratch.drop();
     }
   });
 

@@ -1,6 +1,7 @@
 // Starts and stops server children (bench/server.ts), one process per target, and talks to them.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../src/run.js';
 import type { ChildFixtures, ChildMessage, ParentMessage, ServerKind, ServerSetup } from './protocol.js';
 
 const SERVER_SCRIPT = fileURLToPath(new URL('./server.ts', import.meta.url));
@@ -93,7 +94,8 @@ export class ServerChild {
    */
   static start(name: string, kind: ServerKind, setup: ServerSetup, csrPem: string): Promise<ServerChild> {
     const proc = fork(SERVER_SCRIPT, [kind, setup], {
-      execArgv: ['--import', 'tsx'],
+      // The flags `certdesk serve` runs with (bin/certdesk): the servers measured are the service's.
+      execArgv: ['--import', 'tsx', ...NODE_FLAGS],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, BENCH_CSR_PEM: csrPem },
     });

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { CertdeskError } from '../core/index.js';
 import { addAuthEnforcement, addAuthResolution } from './auth.js';
 import { parseBody } from './body-parser.js';
+import { refuseNul } from './refuse-nul.js';
 import { applyAliases, canonicalUrl } from './compat.js';
 import { handleError, handleNotFound } from './envelope.js';
 import { registerOps, type OpsDeps } from './ops/routes.js';
@@ -159,6 +160,8 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
   });
   addAuthEnforcement(app);
   app.addHook('preValidation', (request, _reply, done) => {
+    // No U+0000 in path, query or body (refuse-nul.ts): refused, naming the field, before any route runs.
+    refuseNul(request);
     applyAliases(request.query);
     applyAliases(request.body);
     done();

@@ -32,6 +32,8 @@ export function failure(err: CertdeskError): { status: number; body: FailureBody
   return { status: row.status, body };
 }
 
+const NUL_NOT_STORABLE = 'The request contains a NUL character (U+0000), which cannot be stored.';
+
 /** Maps anything thrown while serving a request to a CertdeskError; unknown errors become `internal`. */
 export function toCertdeskError(error: unknown): CertdeskError {
   if (error instanceof CertdeskError) return error;
@@ -62,6 +64,11 @@ export function toCertdeskError(error: unknown): CertdeskError {
       return new CertdeskError('malformedRequest', e.message);
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return new CertdeskError('invalidInput', 'A path parameter is too long.');
+    // PostgreSQL refusing a NUL in text (22021) or in jsonb (22P05): client text that got past
+    // refuse-nul.ts (a NUL inside a decoded CSR, say). The client's fault, so not a 500.
+    case '22021':
+    case '22P05':
+      return new CertdeskError('invalidInput', NUL_NOT_STORABLE, { cause: error });
     default:
   }
   if (error instanceof SyntaxError)

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { escapeHtml as escape, langOf, page, type Lang } from '../ui/page.js';
+import { escapeHtml as escape, langOf, page, pageErrorHandler, type Lang } from '../ui/page.js';
 import type { ApprovalView, EmailApprovals } from '../../ra/dcv/email-approval.js';
 import type { App } from '../types.js';
 
@@ -39,7 +39,7 @@ const TEXT = {
  * request log's URL serializer, log-redaction.ts, shows `/dcv/approve/[redacted]`).
  */
 export function registerApprovalPage(app: App, deps: { emailApprovals: EmailApprovals }): void {
-  const options = { schema: { hide: true }, config: {} } as const;
+  const options = { schema: { hide: true }, config: {}, errorHandler: pageErrorHandler } as const;
   const tokenOk = (t: string) => /^cda_[A-Za-z0-9_-]{20,100}$/.test(t);
   const missing = (reply: FastifyReply, lang: Lang) =>
     page(reply, 404, TEXT[lang].invalidTitle, `<p>${escape(TEXT[lang].invalid)}</p>`, { lang });

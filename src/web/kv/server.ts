@@ -7,6 +7,7 @@ import { CertdeskError, errorRow, type ErrorKind } from '../../core/index.js';
 import type { HashStore } from '../../ra/hash-store/hash-store.js';
 import { hashSecret } from '../../ra/accounts/secrets.js';
 import { parseBody } from '../body-parser.js';
+import { refuseNul } from '../refuse-nul.js';
 import { toCertdeskError } from '../envelope.js';
 import { redactingLogger, secretInQuery } from '../log-redaction.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from '../server-timeouts.js';
@@ -110,6 +111,12 @@ export async function buildKvApp(deps: KvAppDeps): Promise<KvApp> {
         undefined,
       );
     }
+  });
+
+  // No U+0000 in the name or the body (refuse-nul.ts): 400, as for any other bad name or hash.
+  app.addHook('preValidation', (request, _reply, done) => {
+    refuseNul(request);
+    done();
   });
 
   // Two buckets (per process, DESIGN §2): every request with a key counts against that key,

@@ -50,14 +50,19 @@ function clientOf(request: FastifyRequest, body: { client_id?: string; client_se
     const decoded = Buffer.from(m[1], 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon > 0) {
+      let credentials: { clientId: string; clientSecret: string };
       try {
-        return {
+        credentials = {
           clientId: decodeURIComponent(decoded.slice(0, colon)),
           clientSecret: decodeURIComponent(decoded.slice(colon + 1)),
         };
       } catch {
         throw new OAuthProblem('invalid_client', 'the Basic credentials are not properly percent-encoded');
       }
+      // The body's NULs are refused before the route (refuse-nul.ts); the header's are refused here.
+      if (credentials.clientId.includes('\0') || credentials.clientSecret.includes('\0'))
+        throw new OAuthProblem('invalid_client', 'the Basic credentials must not contain a NUL character (U+0000)');
+      return credentials;
     }
   }
   return { clientId: body.client_id, clientSecret: body.client_secret };

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { handleError, toCertdeskError } from '../envelope.js';
 
 // The frame of every server-rendered page: small, accessible, a strict Content-Security-Policy
 // (no inline script or style), never cached, never framed.
@@ -73,4 +74,20 @@ export function sameOrigin(request: FastifyRequest): boolean {
   } catch {
     return false;
   }
+}
+
+const REFUSED = { en: 'This request cannot be answered', de: 'Diese Anfrage kann nicht beantwortet werden' } as const;
+
+/**
+ * Route error handler of the server-rendered pages (route option `errorHandler`): data a page
+ * cannot take (a NUL character, a body that is neither form nor JSON: `invalidInput` or
+ * `malformedRequest`) is answered with a page, 400, as the pages answer other bad input, not with
+ * the JSON envelope. Every other error (413, 429, a fault of ours) goes to `handleError` (§5.1).
+ */
+export function pageErrorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const err = toCertdeskError(error);
+  if (err.kind !== 'invalidInput' && err.kind !== 'malformedRequest') return handleError(error, request, reply);
+  request.log.info({ kind: err.kind, field: err.field }, 'request refused');
+  const lang = langOf(request);
+  return page(reply, 400, REFUSED[lang], `<p class="error" role="alert">${escapeHtml(err.message)}</p>`, { lang });
 }

@@ -8,7 +8,7 @@ import {
 } from '../../ra/accounts/sign-in.js';
 import type { SessionTokens } from '../../ra/accounts/session-tokens.js';
 import type { App } from '../types.js';
-import { escapeHtml, hidden, langOf, page, sameOrigin, type Lang } from './page.js';
+import { escapeHtml, hidden, langOf, page, pageErrorHandler, sameOrigin, type Lang } from './page.js';
 
 // Sign-in for people and the authorization endpoint (RFC 6749 §4.1): GET/POST /signin,
 // POST /signout, GET /account, GET/POST /oauth2/authorize. The session lives in an HttpOnly,
@@ -102,7 +102,7 @@ export function registerSignIn(
   app: App,
   deps: { signIn: SignIn; sessionTokens: Pick<SessionTokens, 'revoke'>; secureCookies: boolean },
 ): void {
-  const options = { schema: { hide: true }, config: {} } as const;
+  const options = { schema: { hide: true }, config: {}, errorHandler: pageErrorHandler } as const;
   const setCookie = (reply: FastifyReply, value: string, maxAge: number) =>
     reply.header(
       'set-cookie',

@@ -3,7 +3,7 @@ import QRCode from 'qrcode';
 import type { SignIn } from '../../ra/accounts/sign-in.js';
 import type { TwoFactor } from '../../ra/accounts/two-factor.js';
 import type { App } from '../types.js';
-import { escapeHtml, hidden, langOf, page, sameOrigin, type Lang } from './page.js';
+import { escapeHtml, hidden, langOf, page, pageErrorHandler, sameOrigin, type Lang } from './page.js';
 import { cookieOf, localPath } from './sign-in.js';
 
 // The second factor in the browser: the code step of signing in (GET/POST /signin/code) and
@@ -43,7 +43,7 @@ const TEXT = {
 } as const satisfies Record<Lang, Record<string, string | ((s: number) => string)>>;
 
 export function registerTwoFactor(app: App, deps: { signIn: SignIn; twoFactor: TwoFactor }): void {
-  const options = { schema: { hide: true }, config: {} } as const;
+  const options = { schema: { hide: true }, config: {}, errorHandler: pageErrorHandler } as const;
 
   const codeForm = (
     reply: FastifyReply,

@@ -4,7 +4,7 @@ import type { OAuth } from '../../../ra/accounts/oauth.js';
 import type { SessionTokens } from '../../../ra/accounts/session-tokens.js';
 import { tokensEqual, type SignIn, type SignedIn } from '../../../ra/accounts/sign-in.js';
 import type { App } from '../../types.js';
-import { escapeHtml, hidden, page, sameOrigin, type Lang } from '../page.js';
+import { escapeHtml, hidden, page, pageErrorHandler, sameOrigin, type Lang } from '../page.js';
 import { cookieOf } from '../sign-in.js';
 import { TEXTS, type Texts } from './texts.js';
 
@@ -181,7 +181,7 @@ type Handler = (c: Console, reply: FastifyReply) => Promise<FastifyReply>;
  * session's CSRF token and our own origin are required first; a refusal changes nothing).
  */
 export function consoleRoutes(app: App, deps: ConsoleDeps) {
-  const options = { schema: { hide: true } } as const;
+  const options = { schema: { hide: true }, errorHandler: pageErrorHandler } as const;
   const run = async (request: FastifyRequest, reply: FastifyReply, handler: Handler, form: boolean) => {
     const cookie = cookieOf(request);
     const signedIn = await deps.signIn.session(cookie);

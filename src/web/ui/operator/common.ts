@@ -4,7 +4,7 @@ import type { OperatorConsole, OperatorActor } from '../../../ra/operators/opera
 import type { Operators } from '../../../ra/operators/operators.js';
 import type { OperatorSession } from '../../../storage/index.js';
 import type { App } from '../../types.js';
-import { escapeHtml, hidden, langOf, page, sameOrigin, type Lang } from '../page.js';
+import { escapeHtml, hidden, langOf, page, pageErrorHandler, sameOrigin, type Lang } from '../page.js';
 
 // What every operator screen shares: the cookie (Path=/operator, HttpOnly, SameSite=Strict), the
 // frame with the operator menu, readable dates, and the guard of every form post (a full session,
@@ -19,7 +19,7 @@ export interface OperatorPageDeps {
   readonly secureCookies: boolean;
 }
 
-export const ROUTE = { schema: { hide: true }, config: {} } as const;
+export const ROUTE = { schema: { hide: true }, config: {}, errorHandler: pageErrorHandler } as const;
 
 const TEXT = {
   en: {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/index.js';
 import { SIGNATURE_HASH_ALGORITHMS, type SignatureHashAlgorithm } from '../src/core/index.js';
-import { checkCsr, type CheckedCsr, type IssueRequest } from '../src/ca/index.js';
+import { checkCsr, OCSP_MEMORY_SECONDS, type CheckedCsr, type IssueRequest } from '../src/ca/index.js';
 import { createServices } from '../src/main.js';
 import { CaRepo } from '../src/storage/index.js';
 import { createTestContext, type TestContext } from './support/app.js';
@@ -468,6 +468,47 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
       const after = await ask();
       expect(after).toContain('Cert Status: revoked');
       expect(after).toContain('Revocation Reason: keyCompromise');
+    });
+
+    it('ok/a revocation whose clear never reached this process (its revoker killed after the commit) is answered within OCSP_MEMORY_SECONDS', async () => {
+      const c = await issue({ csr: ec });
+      const req = join(dir, 'unheard.req');
+      openssl([
+        'ocsp',
+        '-issuer',
+        file('u-int.pem', c.intermediate),
+        '-cert',
+        file('u-leaf.pem', c.certificate),
+        '-reqout',
+        req,
+        '-no_nonce',
+      ]);
+      const ask = async () => {
+        const res = await fetch(`${url}/ocsp/${encodeURIComponent(readFileSync(req).toString('base64'))}`);
+        const answer = file('unheard.resp', Buffer.from(await res.arrayBuffer()));
+        return openssl(['ocsp', '-respin', answer, '-resp_text', '-noverify']).out;
+      };
+      expect(await ask()).toContain('Cert Status: good');
+      // What another process's revocation commits (revokeLeaf's transaction: the record and the
+      // stored answers dropped), with the news to forget the answers in memory never sent.
+      const at = t.clock.nowSeconds();
+      await t.db.kysely.transaction().execute(async (tx) => {
+        await tx
+          .updateTable('certificates')
+          .set({ revoked_at: at, revocation_reason: 1 })
+          .where('serial', '=', c.serial)
+          .execute();
+        await tx.deleteFrom('ocsp_responses').where('serial', '=', c.serial).execute();
+      });
+      expect(await ask()).toContain('Cert Status: good'); // from memory, for now
+      t.clock.advance(OCSP_MEMORY_SECONDS);
+      try {
+        const after = await ask();
+        expect(after).toContain('Cert Status: revoked');
+        expect(after).toContain('Revocation Reason: keyCompromise');
+      } finally {
+        t.clock.advance(-OCSP_MEMORY_SECONDS);
+      }
     });
 
     it('fail/never good for a serial it did not issue, an unknown issuer or garbage', async () => {

@@ -7,4 +7,4 @@ export * from './keys.js';
 export * from './key-pairs.js';
 export * from './profiles.js';
 export * from './issuance-claim.js';
-export { ocspMemory, type OcspMemory } from './status.js';
+export { OCSP_MEMORY_SECONDS, ocspMemory, type OcspMemory } from './status.js';

@@ -20,9 +20,20 @@ export interface StatusContext {
 /**
  * Signed OCSP responses held in memory, so that a relying party's repeated question costs no
  * query: by issuing key, serial and CertID hash algorithm. A revocation clears them in every
- * process (topic `ocsp`, see SharedCache), before the revoking request answers.
+ * process (topic `ocsp`, see SharedCache), before the revoking request answers. Should that news
+ * never arrive (the revoking process killed between its commit and the clear, the broadcast cut),
+ * an answer is kept at most OCSP_MEMORY_SECONDS before the stored state is read again: the
+ * revocation's transaction dropped the stored answers with it.
  */
-export type OcspMemory = SharedCache<{ readonly der: Uint8Array; readonly nextUpdate: number }>;
+export type OcspMemory = SharedCache<{
+  readonly der: Uint8Array;
+  readonly nextUpdate: number;
+  /** Served from memory until then; afterwards read again. */
+  readonly keptUntil: number;
+}>;
+
+/** The longest a process answers OCSP from memory without reading the stored state again. */
+export const OCSP_MEMORY_SECONDS = 60;
 
 export function ocspMemory(maxEntries = 10_000): OcspMemory {
   return new SharedCache('ocsp', maxEntries);
@@ -136,6 +147,11 @@ function ocspFresh(r: { readonly nextUpdate: number }, now: number): boolean {
   return r.nextUpdate - now > STATUS_VALIDITY - OCSP_REFRESH_AFTER;
 }
 
+/** A remembered answer that may still be served from memory (fresh, and not kept past its time). */
+function servable(r: { readonly nextUpdate: number; readonly keptUntil: number }, now: number): boolean {
+  return now < r.keptUntil && ocspFresh(r, now);
+}
+
 /**
  * Answers an OCSP request (DER) with a DER response: a cached signed response when one is fresh,
  * else a newly signed one that is then cached. `issuingKey` finds the issuing CA key of a CertID
@@ -151,7 +167,7 @@ export async function answerOcsp(
   // answered from memory before it is even parsed: the answer depends on its CertID alone.
   const asked = ctx.memory === undefined ? undefined : `q:${Buffer.from(request).toString('latin1')}`;
   const again = asked === undefined ? undefined : ctx.memory!.get(asked);
-  if (again !== undefined && ocspFresh(again, ctx.clock.nowSeconds())) return again.der;
+  if (again !== undefined && servable(again, ctx.clock.nowSeconds())) return again.der;
   let parsed;
   try {
     parsed = parseOcspRequest(request);
@@ -166,12 +182,13 @@ export async function answerOcsp(
   const serial = hex(certId.serial).toUpperCase();
   const now = ctx.clock.nowSeconds();
   const memoKey = `${key.id}/${serial}/${certId.hashAlgorithm}`;
-  const remember = (entry: { der: Uint8Array; nextUpdate: number }, epoch: number | undefined) => {
-    ctx.memory?.set(memoKey, entry, epoch);
-    if (asked !== undefined) ctx.memory?.set(asked, entry, epoch);
+  const remember = (entry: { der: Uint8Array; nextUpdate: number; keptUntil?: number }, epoch: number | undefined) => {
+    const kept = { ...entry, keptUntil: entry.keptUntil ?? now + OCSP_MEMORY_SECONDS };
+    ctx.memory?.set(memoKey, kept, epoch);
+    if (asked !== undefined) ctx.memory?.set(asked, kept, epoch);
   };
   const remembered = ctx.memory?.get(memoKey);
-  if (remembered !== undefined && ocspFresh(remembered, now)) {
+  if (remembered !== undefined && servable(remembered, now)) {
     remember(remembered, ctx.memory?.epoch);
     return remembered.der;
   }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import pg from 'pg';
-import type { Db } from './database.js';
+import { KEEPALIVE_AFTER_MS, type Db } from './database.js';
 
 // Several `serve` and `worker` processes share one database; what one of them caches (resolved
 // tokens) must be forgotten by all when another changes it. A Broadcast carries such news to
@@ -89,43 +89,118 @@ export function localBroadcast(): Broadcast {
 const channelOf = (db: Pick<Db, 'schema'>) => `certdesk_${db.schema ?? 'public'}`;
 
 /**
- * PostgreSQL LISTEN/NOTIFY: one dedicated connection listens (and comes back after a lost
- * connection, telling every subscriber to forget, since news may have been missed); announcing
- * is one `pg_notify` on the pool.
+ * How often the listening connection must answer a round trip (`SELECT 1`), and how long the
+ * answer (or opening it and its LISTEN) may take. A path that a NAT or a load balancer dropped
+ * without a word (no FIN, no RST) looks alive to both ends; unanswered, the connection is counted
+ * lost. A cut just after an answer is noticed at the next round trip's end: within two
+ * intervals, 10 s.
+ */
+export const HEARTBEAT_MS = 5_000;
+/** The pause before a lost listening connection is opened again (and between tries). */
+const RETRY_MS = 1_000;
+
+/** `work`, or a rejection once `ms` have passed without it settling. */
+function withinTime<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * PostgreSQL LISTEN/NOTIFY: one dedicated connection listens, proving it is alive with a round
+ * trip every `heartbeatMs` (HEARTBEAT_MS); announcing is one `pg_notify` on the pool. A lost
+ * connection (an error, a refused LISTEN, a round trip unanswered in time) is destroyed and
+ * opened again a second later, with retries until it is back; then every subscriber forgets,
+ * since news may have been missed. Throws if the first connection cannot listen.
  */
 export async function postgresBroadcast(
   db: Db,
   url: string,
-  options: { echoTimeoutMs?: number; onError?: (err: Error) => void } = {},
+  options: { echoTimeoutMs?: number; heartbeatMs?: number; onError?: (err: Error) => void } = {},
 ): Promise<Broadcast> {
   const hub = new Hub(options.echoTimeoutMs ?? 1000);
   const channel = channelOf(db);
-  let client: pg.Client | undefined;
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   let closed = false;
+  let started = false;
+  let retry: NodeJS.Timeout | undefined;
+  // The connection open or opening: never two, since a new one opens only after this one's loss.
+  let live: { end(): Promise<void> } | undefined;
+
   const listen = async (): Promise<void> => {
-    const c = new pg.Client({ connectionString: url });
+    // Keepalive as on the pool's connections (database.ts); the round trips find a dead path sooner.
+    const c = new pg.Client({
+      connectionString: url,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_AFTER_MS,
+    });
+    let beat: NodeJS.Timeout | undefined;
+    let gone = false;
+    const leave = () => {
+      gone = true;
+      clearTimeout(beat);
+      if (live === self) live = undefined;
+    };
+    // Every loss of this connection ends here, once, however many of its signs come: destroyed,
+    // not ended politely (a dead path never answers a goodbye), and, after the first start, a
+    // new one in RETRY_MS.
+    const lost = (err: Error) => {
+      if (gone) return;
+      leave();
+      void c.end().catch(() => undefined);
+      c.connection.stream.destroy();
+      if (closed || !started) return;
+      options.onError?.(err);
+      if (retry === undefined) {
+        retry = setTimeout(reconnect, RETRY_MS);
+        retry.unref();
+      }
+    };
+    const self = {
+      async end() {
+        if (gone) return;
+        leave();
+        await c.end().catch(() => undefined);
+      },
+    };
+    live = self;
     c.on('notification', (n) => {
       if (n.channel === channel && n.payload !== undefined) hub.deliver(n.payload);
     });
-    c.on('error', (err) => {
-      options.onError?.(err);
-      if (client === c) client = undefined;
-      void c.end().catch(() => undefined);
-      if (!closed) setTimeout(() => void reconnect(), 1000).unref();
-    });
-    await c.connect();
-    await c.query(`LISTEN "${channel}"`);
-    client = c;
-  };
-  const reconnect = async () => {
-    if (closed || client !== undefined) return;
+    c.on('error', lost);
+    const opening = (async () => {
+      await c.connect();
+      await c.query(`LISTEN "${channel}"`);
+    })();
     try {
-      await listen();
-      hub.deliverAll();
+      await withinTime(opening, heartbeatMs, 'opening the LISTEN connection');
     } catch (err) {
-      options.onError?.(err as Error);
-      if (!closed) setTimeout(() => void reconnect(), 1000).unref();
+      lost(err as Error);
+      throw err;
     }
+    if (gone) throw new Error('the LISTEN connection was lost or closed as it opened');
+    started = true;
+    const probe = () => {
+      beat = setTimeout(() => {
+        withinTime(c.query('SELECT 1'), heartbeatMs, 'the LISTEN connection').then(() => {
+          if (!gone) probe();
+        }, lost);
+      }, heartbeatMs);
+      beat.unref();
+    };
+    probe();
+  };
+  const reconnect = () => {
+    retry = undefined;
+    if (closed) return;
+    // A failure has been reported, and the next try scheduled, by the connection's `lost`.
+    listen().then(
+      () => hub.deliverAll(),
+      () => undefined,
+    );
   };
   await listen();
   return {
@@ -137,8 +212,9 @@ export async function postgresBroadcast(
     subscribe: (topic, fn) => hub.subscribe(topic, fn),
     async close() {
       closed = true;
+      clearTimeout(retry);
       hub.release();
-      await client?.end().catch(() => undefined);
+      await live?.end();
     },
   };
 }

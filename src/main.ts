@@ -83,6 +83,11 @@ export interface ServiceOptions {
   readonly scanner?: Scanner;
 }
 
+/** How long a Redis command may go unanswered before it fails (the rate limiter then lets the request pass). */
+export const REDIS_COMMAND_TIMEOUT_MS = 1000;
+/** How long a Redis connection is idle before TCP keepalive probes start. */
+const REDIS_KEEPALIVE_MS = 30_000;
+
 /** Where the database lives: CERTDESK_DATABASE_URL, else `certdesk.db` in the data directory. */
 export function databaseUrl(config: Config): string {
   if (config.databaseUrl !== undefined && config.databaseUrl !== '') return config.databaseUrl;
@@ -277,7 +282,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const redis =
     config.redisUrl === undefined
       ? undefined
-      : new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 2000 }).on('error', onRedisError);
+      : new Redis(config.redisUrl, {
+          maxRetriesPerRequest: 1,
+          connectTimeout: 2000,
+          // A Redis that stops answering without closing the connection (a cut path, a NAT that
+          // dropped the flow, a stalled server) fails each command after a second instead of
+          // holding it, and every request waiting on the rate limiter with it, for good: the
+          // limiter lets requests pass on an error. TCP keepalive finds such a connection dead.
+          commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+          keepAlive: REDIS_KEEPALIVE_MS,
+        }).on('error', onRedisError);
   const broadcast =
     redis !== undefined
       ? await redisBroadcast(redis, `${config.redisPrefix}:broadcast`, { onError: onRedisError })

@@ -14,7 +14,11 @@ export interface Broadcast {
   /**
    * Announces `topic` to every process. Resolves once this process has heard its own
    * announcement back (so every listener on the same server has been sent it), or after
-   * `echoTimeoutMs` at most: the caches' time-to-live stays the safety net.
+   * `echoTimeoutMs` at most: the caches' time-to-live stays the safety net. Never rejects: the
+   * change it announces is committed, and a request must not fail after its commit because the
+   * news could not be sent (Redis down, say). Such a failure goes to the transport's `onError`;
+   * the other processes then forget by their caches' own bounds (the principal cache's seconds,
+   * OCSP_MEMORY_SECONDS), or at once when their own connection, lost too, is back.
    */
   publish(topic: string): Promise<void>;
   /** Calls `fn` whenever any process announces `topic`, and after a lost connection is back (news may have been missed). */
@@ -33,6 +37,19 @@ class Hub {
 
   subscribe(topic: string, fn: () => void): void {
     this.subscribers.set(topic, [...(this.subscribers.get(topic) ?? []), fn]);
+  }
+
+  /** Sends `topic` with `send` and waits for its echo; a failed send is reported to `onError`, not thrown. */
+  async announce(topic: string, send: (text: string) => Promise<unknown>, onError?: (err: Error) => void) {
+    const { text, echo } = this.message(topic);
+    try {
+      await send(text);
+    } catch (err) {
+      this.waiting.delete(text.split(' ')[1]!);
+      onError?.(err as Error);
+      return;
+    }
+    await echo;
   }
 
   /** A message for `topic` and a promise of its echo. */
@@ -204,11 +221,8 @@ export async function postgresBroadcast(
   };
   await listen();
   return {
-    async publish(topic) {
-      const { text, echo } = hub.message(topic);
-      await sql`select pg_notify(${channel}, ${text})`.execute(db.kysely);
-      await echo;
-    },
+    publish: (topic) =>
+      hub.announce(topic, (text) => sql`select pg_notify(${channel}, ${text})`.execute(db.kysely), options.onError),
     subscribe: (topic, fn) => hub.subscribe(topic, fn),
     async close() {
       closed = true;
@@ -238,11 +252,7 @@ export async function redisBroadcast(
   });
   await subscriber.subscribe(channel);
   return {
-    async publish(topic) {
-      const { text, echo } = hub.message(topic);
-      await publisher.publish(channel, text);
-      await echo;
-    },
+    publish: (topic) => hub.announce(topic, (text) => publisher.publish(channel, text), options.onError),
     subscribe: (topic, fn) => hub.subscribe(topic, fn),
     async close() {
       hub.release();

@@ -3,12 +3,12 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { IssuanceClaimLost, type Issuer } from '../src/ca/index.js';
-import { orderId, type CustomerId, type OrderId } from '../src/core/index.js';
+import { holderHost, orderId, type CustomerId, type OrderId } from '../src/core/index.js';
 import { ISSUANCE_CLAIM_SECONDS, OrderFlow } from '../src/ra/issuance/order-flow.js';
 import { Reconciliation } from '../src/ra/issuance/reconciliation.js';
 import {
@@ -139,7 +139,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
       await orders.claimIssuance(
         order.id,
         'PENDING',
-        `${hostname()}:${process.pid}:live/1`,
+        `${holderHost}:${process.pid}:live/1`,
         t.clock.nowSeconds(),
         t.clock.nowSeconds() + ISSUANCE_CLAIM_SECONDS,
       ),
@@ -185,7 +185,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
 
   it('ok/a POST /Order whose process died after storing the order with its claim: the job takes the round over at once', async () => {
     const order = await waitingForIssuance();
-    const dead = flow(t.services.ca, `${hostname()}:${deadPid()}:gone`);
+    const dead = flow(t.services.ca, `${holderHost}:${deadPid()}:gone`);
     const { claim, until } = dead.newClaim();
     expect(await orders.claimIssuance(order.id, 'PENDING', claim, t.clock.nowSeconds(), until)).toBe(true);
     expect(await flow().issue((await orders.byId(order.id))!)).toBe('done');
@@ -196,7 +196,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
 
   it('ok/a holder that died after recording its certificate: the next actor takes over at once and delivers that certificate, signing nothing', async () => {
     const order = await waitingForIssuance();
-    const dead = `${hostname()}:${deadPid()}:gone`;
+    const dead = `${holderHost}:${deadPid()}:gone`;
     const claim = `${dead}/1`;
     expect(
       await orders.claimIssuance(
@@ -301,7 +301,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
 
   it('fail/a holder that stalled past its claim: its certificate is recorded revoked, it delivers nothing, the CRL lists it at once', async () => {
     const order = await waitingForIssuance();
-    const stale = `${hostname()}:${process.pid}:stalled/1`;
+    const stale = `${holderHost}:${process.pid}:stalled/1`;
     expect(await orders.claimIssuance(order.id, 'PENDING', stale, t.clock.nowSeconds(), t.clock.nowSeconds() + 1)).toBe(
       true,
     );

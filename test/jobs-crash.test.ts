@@ -1,18 +1,31 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { holderIsGone, systemClock, type JobId } from '../src/core/index.js';
+import { holderHost, holderIsGone, systemClock, type JobId } from '../src/core/index.js';
 import { Worker, type Handlers } from '../src/jobs/index.js';
 import { migrateToLatest, openDatabase, type Db } from '../src/storage/index.js';
 import { JobsRepo } from '../src/storage/jobs-repo.js';
 
 const CHILD = fileURLToPath(new URL('./support/worker-child.ts', import.meta.url));
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const run = promisify(execFile);
+
+/** Why a PID namespace of its own cannot be made here (unshare needs Linux and root), else undefined. */
+const unshareUnavailable = (() => {
+  try {
+    execFileSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'], { stdio: 'ignore' });
+    return undefined;
+  } catch (e) {
+    return `unshare --pid failed (${(e as Error).message.split('\n')[0]})`;
+  }
+})();
+if (unshareUnavailable !== undefined) console.warn(`PID namespace test not run: ${unshareUnavailable}`);
 
 /** The first stdout line of `child`, or a rejection after `ms`. */
 async function firstLine(child: ChildProcess, ms: number): Promise<string> {
@@ -122,7 +135,7 @@ describe('a worker killed in the middle of a job (SQLite file, two processes)', 
   it('takes the job of a killed process on this host over at once, long before its lease would lapse, and runs it once', async () => {
     // A ten-minute lease: waiting it out would fail the test's timeout many times over.
     const { db, repo, id, pid, leaseExpiresAt } = await killedHolder(600);
-    expect(holderIsGone(`${hostname()}:${pid}:x`)).toBe(true);
+    expect(holderIsGone(`${holderHost}:${pid}:x`)).toBe(true);
     const { worker, effects } = takeOver(db, repo);
     await vi.waitFor(async () => expect((await repo.byId(id))?.status).toBe('done'), {
       timeout: 20_000,
@@ -138,9 +151,40 @@ describe('a worker killed in the middle of a job (SQLite file, two processes)', 
   });
 
   it('never judges a live process, this one or another on this host, gone', () => {
-    expect(holderIsGone(`${hostname()}:${process.pid}:x`)).toBe(false);
-    expect(holderIsGone(`${hostname()}:${process.ppid}:x`)).toBe(false);
+    expect(holderIsGone(`${holderHost}:${process.pid}:x`)).toBe(false);
+    expect(holderIsGone(`${holderHost}:${process.ppid}:x`)).toBe(false);
     expect(holderIsGone(`another-host.invalid:1:x`)).toBe(false);
     expect(holderIsGone('garbage')).toBe(false);
   });
+
+  it('never judges a holder in another PID namespace of this host gone (a container sharing the host name)', async () => {
+    const { pid } = await killedHolder(600);
+    expect(holderIsGone(`${holderHost}:${pid}:x`)).toBe(true);
+    // The same dead process id, named from another namespace, or without one (before namespaces
+    // were part of the name): that id may be alive over there.
+    expect(holderIsGone(`${hostname()}:${pid}:x`)).toBe(false);
+    expect(holderIsGone(`${hostname()}.pidns-1:${pid}:x`)).toBe(false);
+  });
+
+  it.skipIf(unshareUnavailable !== undefined)(
+    'a process in a PID namespace of its own names another host',
+    async () => {
+      // Such a process sees itself as pid 1 or so: without the namespace in the name, a holder here
+      // would find that id dead and take its live work over (two runs of one job at once).
+      const inside = await run('unshare', [
+        '--pid',
+        '--fork',
+        '--mount-proc',
+        process.execPath,
+        '--import',
+        'tsx',
+        '-e',
+        "import('./src/core/holders.ts').then((m) => console.log(m.newHolderId()))",
+      ]);
+      const holder = inside.stdout.trim();
+      expect(holder.split(':')[0]).not.toBe(holderHost);
+      expect(holder.split(':')[0]!.startsWith(`${hostname()}.pidns-`)).toBe(true);
+      expect(holderIsGone(holder)).toBe(false);
+    },
+  );
 });

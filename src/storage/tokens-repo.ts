@@ -75,6 +75,7 @@ export class TokensRepo {
         't.expires_at',
         'u.roles',
         'a.revoked_at as app_revoked_at',
+        'a.scopes as app_scopes',
         'u.locale as user_locale',
         'u.timezone as user_timezone',
         'c.currency',
@@ -90,13 +91,18 @@ export class TokensRepo {
       .where('c.suspended_at', 'is', null)
       .executeTakeFirst();
     if (row === undefined || row.app_revoked_at !== null) return undefined;
+    // A token holds no scope its application no longer has: narrowing an application revokes its
+    // live tokens, but one granted while that ran (its application read just before) would keep
+    // the scope taken away.
+    const granted = parseScopes(row.scopes).scopes;
+    const allowed = row.app_scopes === null ? undefined : new Set(parseScopes(row.app_scopes).scopes);
     return {
       kind: row.kind,
       family: row.family,
       applicationId: row.application_id === null ? null : applicationId(row.application_id),
       userId: userId(row.user_id),
       customerId: customerId(row.customer_id),
-      scopes: parseScopes(row.scopes).scopes,
+      scopes: allowed === undefined ? granted : granted.filter((scope) => allowed.has(scope)),
       roles: parseRoles(row.roles),
       authType: row.auth_type,
       expiresAt: row.expires_at,

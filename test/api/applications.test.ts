@@ -73,6 +73,18 @@ describe.each(testDialects())('API applications on $dialect', (dialect) => {
     expect((await call(widened, 'GET', '/Orders')).statusCode).toBe(200);
   });
 
+  it('ok/a token never holds a scope its application lost (one granted while the narrowing ran outlives its revocation)', async () => {
+    const app = await create(a.token, { Scopes: ['read', 'order'] });
+    // The race's outcome: a token minted with the old scopes, stored after the narrowing revoked the
+    // application's live tokens. The narrowing is written here as it commits, the token left alive.
+    const late = await tokenOf(app);
+    await t.db.kysely.updateTable('api_applications').set({ scopes: 'read' }).where('id', '=', app.Id).execute();
+    const order = await call(late, 'POST', '/TestOrder', {});
+    expect(order.statusCode, order.body).toBe(403);
+    expect(order.json()).toMatchObject({ success: false, ErrorId: -2004 });
+    expect((await call(late, 'GET', '/Orders')).statusCode).toBe(200);
+  });
+
   it('ok/revoking ends the application and its tokens at once', async () => {
     const app = await create(a.token, { Scopes: 'read' });
     const token = await tokenOf(app);

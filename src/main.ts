@@ -300,6 +300,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
         : localBroadcast();
   principals.connect(broadcast);
   ocspAnswers.connect(broadcast);
+  ca.connect(broadcast);
 
   const close = async () => {
     await ca.flush();

@@ -1,6 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import {
   CertdeskError,
+  type CacheBroadcast,
   type Clock,
   type ProductType,
   type ServiceUrls,
@@ -36,6 +37,9 @@ import {
   type RevokeOptions,
 } from './issuer.js';
 
+/** The broadcast topic of a changed CA hierarchy. */
+const HIERARCHY_TOPIC = 'ca-hierarchy';
+
 export interface BuiltinCaOptions {
   readonly repo: CaRepo;
   readonly audit: Pick<AuditRepo, 'appendMany'>;
@@ -70,6 +74,8 @@ export class BuiltinCa implements IssuerWithCapabilities {
   private issuingKey: IssuingKeyLookup = () => undefined;
   /** Signs and records leaves (`leaf-signing.ts`). */
   private readonly signer: LeafSigner;
+  /** The deployment's broadcast (`connect`): news of a changed hierarchy. */
+  private news: CacheBroadcast | undefined;
 
   constructor(private readonly o: BuiltinCaOptions) {
     this.signer = new LeafSigner({
@@ -96,6 +102,23 @@ export class BuiltinCa implements IssuerWithCapabilities {
     this.certs = certs;
     this.marks = undefined;
     this.issuingKey = ocspIssuerIndex([...certs.values()].filter((c) => c.row.parent_id !== null));
+  }
+
+  /**
+   * Hears the other processes' changes of the hierarchy (a CA certificate created, one distrusted)
+   * and tells them of this one's: each process then loads the keys and CA certificates again, so
+   * none goes on issuing under a distrusted intermediate, or answering OCSP for a new one's leaves
+   * `unauthorized`, until it is restarted. A load that fails keeps what was loaded before.
+   */
+  connect(broadcast: CacheBroadcast): void {
+    this.news = broadcast;
+    broadcast.subscribe(HIERARCHY_TOPIC, () => void this.load().catch(() => undefined));
+  }
+
+  /** Loads the hierarchy as it now is, and has every other process load it too. */
+  private async reloadEverywhere(): Promise<void> {
+    await this.load();
+    await this.news?.publish(HIERARCHY_TOPIC);
   }
 
   /** True when every brand has a certificate of every role of its hierarchy (trusted or not): the CA can issue on every chain. */
@@ -177,7 +200,8 @@ export class BuiltinCa implements IssuerWithCapabilities {
       options.log?.(`created ${id}`);
       created.push(id);
     }
-    await this.load();
+    if (created.length > 0) await this.reloadEverywhere();
+    else await this.load();
     return created;
   }
 
@@ -378,7 +402,7 @@ export class BuiltinCa implements IssuerWithCapabilities {
         details: { phase1, phase2 },
       },
     ]);
-    await this.load();
+    await this.reloadEverywhere();
   }
 
   /** CA certificate ids marked distrusted, with their phase dates: one Map until they change. Do not modify it. */

@@ -1,0 +1,66 @@
+// A change of the CA hierarchy made by one process (a distrust and its replacement, `certdesk ca
+// distrust` or `ca init`) reaches every other process at once: each loads the hierarchy again, so
+// none goes on issuing under the distrusted intermediate until it is restarted. Two sets of
+// services on one PostgreSQL database, each with its own LISTEN connection.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { checkCsr } from '../src/ca/index.js';
+import { loadConfig } from '../src/config/index.js';
+import { createServices, type Services } from '../src/main.js';
+import { testCaKeys } from './support/ca-fixture.js';
+import { newEcCsr } from './support/csr.js';
+import { scratchPostgresDatabase } from './support/databases.js';
+
+const PG = process.env.CERTDESK_TEST_DATABASE_URL;
+if (PG === undefined || PG === '')
+  console.warn('CA hierarchy news test not run: it needs PostgreSQL (CERTDESK_TEST_DATABASE_URL is not set)');
+
+describe.skipIf(PG === undefined || PG === '')('a changed CA hierarchy reaches every process', () => {
+  let scratch: Awaited<ReturnType<typeof scratchPostgresDatabase>>;
+  let a: Services;
+  let b: Services;
+  beforeAll(async () => {
+    scratch = await scratchPostgresDatabase(PG!);
+    const config = loadConfig({
+      CERTDESK_DATABASE_URL: scratch.url,
+      CERTDESK_DATA_DIR: '/nonexistent-test-data',
+      CERTDESK_DNS_SERVERS: '127.0.0.1:9',
+      CERTDESK_CA_KEY_FILE: join(mkdtempSync(join(tmpdir(), 'certdesk-kek-')), 'ca-keys.secret'),
+    });
+    a = await createServices(config);
+    await a.ca.init({ keyPairs: testCaKeys() });
+    b = await createServices(config);
+  }, 120_000);
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    await scratch?.drop();
+  });
+
+  it('ok/after a distrust and its replacement through one process, the other signs under the replacement at once', async () => {
+    const csr = checkCsr(newEcCsr());
+    const names = ['www.certdesk-test.com']; // newEcCsr's
+    const issue = (s: Services) =>
+      s.ca.issue({
+        csr,
+        product: { code: 'TrustPoint.DV', brand: 'TrustPoint', type: 'SSL', validationLevel: 'DV' },
+        signatureHashAlgorithm: 'SHA256-FULL-CHAIN',
+        dnsNames: names,
+      });
+    expect((await issue(b)).chainIds[0]).toBe('trustpoint-rsa-int-1');
+    const now = a.clock.nowSeconds();
+    await a.ca.distrust('trustpoint-rsa-int-1', now - 60, now + 86_400);
+    expect(await a.ca.init({ keyPairs: testCaKeys(), rsaRootBits: 2048, rsaIntermediateBits: 2048 })).toEqual([
+      'trustpoint-rsa-int-2',
+    ]);
+    expect((await issue(a)).chainIds[0]).toBe('trustpoint-rsa-int-2');
+    // The news travels by LISTEN/NOTIFY: a second at most, not a restart.
+    await vi.waitFor(async () => expect((await issue(b)).chainIds[0]).toBe('trustpoint-rsa-int-2'), {
+      timeout: 10_000,
+      interval: 100,
+    });
+    expect(b.ca.distrustMarks().get('trustpoint-rsa-int-1')).toEqual({ phase1: now - 60, phase2: now + 86_400 });
+  });
+});

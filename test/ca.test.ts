@@ -443,24 +443,29 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
       expect(text).toContain('Cert Status: good');
     });
 
-    it('ok/the same request bytes (no nonce), asked again after a revocation, are answered revoked', async () => {
-      const c = await issue({ csr: ec });
-      const req = join(dir, 'again.req');
+    /** Asks the responder (GET) about `c` with one request made once, without a nonce: openssl's reading of each answer. */
+    const sameRequestAsker = (name: string, c: { intermediate: string; certificate: string }) => {
+      const req = join(dir, `${name}.req`);
       openssl([
         'ocsp',
         '-issuer',
-        file('a-int.pem', c.intermediate),
+        file(`${name}-int.pem`, c.intermediate),
         '-cert',
-        file('a-leaf.pem', c.certificate),
+        file(`${name}-leaf.pem`, c.certificate),
         '-reqout',
         req,
         '-no_nonce',
       ]);
-      const ask = async () => {
+      return async () => {
         const res = await fetch(`${url}/ocsp/${encodeURIComponent(readFileSync(req).toString('base64'))}`);
-        const answer = file('again.resp', Buffer.from(await res.arrayBuffer()));
+        const answer = file(`${name}.resp`, Buffer.from(await res.arrayBuffer()));
         return openssl(['ocsp', '-respin', answer, '-resp_text', '-noverify']).out;
       };
+    };
+
+    it('ok/the same request bytes (no nonce), asked again after a revocation, are answered revoked', async () => {
+      const c = await issue({ csr: ec });
+      const ask = sameRequestAsker('again', c);
       // Asked twice: the second answer comes from memory, by the request's bytes.
       expect(await ask()).toContain('Cert Status: good');
       expect(await ask()).toContain('Cert Status: good');
@@ -472,22 +477,7 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
 
     it('ok/a revocation whose clear never reached this process (its revoker killed after the commit) is answered within OCSP_MEMORY_SECONDS', async () => {
       const c = await issue({ csr: ec });
-      const req = join(dir, 'unheard.req');
-      openssl([
-        'ocsp',
-        '-issuer',
-        file('u-int.pem', c.intermediate),
-        '-cert',
-        file('u-leaf.pem', c.certificate),
-        '-reqout',
-        req,
-        '-no_nonce',
-      ]);
-      const ask = async () => {
-        const res = await fetch(`${url}/ocsp/${encodeURIComponent(readFileSync(req).toString('base64'))}`);
-        const answer = file('unheard.resp', Buffer.from(await res.arrayBuffer()));
-        return openssl(['ocsp', '-respin', answer, '-resp_text', '-noverify']).out;
-      };
+      const ask = sameRequestAsker('unheard', c);
       expect(await ask()).toContain('Cert Status: good');
       // What another process's revocation commits (revokeLeaf's transaction: the record and the
       // stored answers dropped), with the news to forget the answers in memory never sent.

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/index.js';
 import { SIGNATURE_HASH_ALGORITHMS, type SignatureHashAlgorithm } from '../src/core/index.js';
@@ -11,7 +12,7 @@ import { checkCsr, OCSP_MEMORY_SECONDS, type CheckedCsr, type IssueRequest } fro
 import { createServices } from '../src/main.js';
 import { CaRepo } from '../src/storage/index.js';
 import { createTestContext, type TestContext } from './support/app.js';
-import { testDialects } from './support/databases.js';
+import { testDialects, waitUntilBlockedBy } from './support/databases.js';
 import { allowCrlWrites, refuseCrlWrites } from './support/refusals.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'certdesk-ca-'));
@@ -479,6 +480,10 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
       const c = await issue({ csr: ec });
       const ask = sameRequestAsker('unheard', c);
       expect(await ask()).toContain('Cert Status: good');
+      // Signed once and stored (while the leaf is still as it was read), then answered from memory.
+      expect(
+        await t.db.kysely.selectFrom('ocsp_responses').select('serial').where('serial', '=', c.serial).execute(),
+      ).toEqual([{ serial: c.serial }]);
       // What another process's revocation commits (revokeLeaf's transaction: the record and the
       // stored answers dropped), with the news to forget the answers in memory never sent.
       const at = t.clock.nowSeconds();
@@ -500,6 +505,40 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
         t.clock.advance(-OCSP_MEMORY_SECONDS);
       }
     });
+
+    it.skipIf(dialect.dialect !== 'postgres')(
+      'ok/an answer built before a revocation that commits while it is stored is not kept: the stored state stays the revocation (PostgreSQL waits for the row)',
+      async () => {
+        const c = await issue({ csr: ec });
+        const ask = sameRequestAsker('inflight', c);
+        // Another process's revocation, in progress: the row updated (and locked), the stored answers dropped, not committed.
+        const other = new pg.Client({ connectionString: t.db.url! });
+        await other.connect();
+        try {
+          await other.query('BEGIN');
+          const { rows } = await other.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+          await other.query('UPDATE certificates SET revoked_at = $1, revocation_reason = 1 WHERE serial = $2', [
+            t.clock.nowSeconds(),
+            c.serial,
+          ]);
+          await other.query('DELETE FROM ocsp_responses WHERE serial = $1', [c.serial]);
+          // The responder reads the leaf as committed (good), signs, and must wait for the row to store it.
+          const answering = ask();
+          await waitUntilBlockedBy(t.db, rows[0]!.pid);
+          await other.query('COMMIT');
+          expect(await answering).toContain('Cert Status: good');
+        } finally {
+          await other.end();
+        }
+        t.clock.advance(OCSP_MEMORY_SECONDS);
+        try {
+          const after = await ask();
+          expect(after).toContain('Cert Status: revoked');
+        } finally {
+          t.clock.advance(-OCSP_MEMORY_SECONDS);
+        }
+      },
+    );
 
     it('fail/never good for a serial it did not issue, an unknown issuer or garbage', async () => {
       const c = await issue({ csr: ec });

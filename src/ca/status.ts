@@ -218,6 +218,7 @@ export async function answerOcsp(
     certId.hashAlgorithm,
     Buffer.from(der).toString('base64'),
     now + STATUS_VALIDITY,
+    { revokedAt: leaf.revokedAt, reason: leaf.reason },
   );
   remember({ der, nextUpdate: now + STATUS_VALIDITY }, epoch);
   return der;

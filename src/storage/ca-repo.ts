@@ -1,4 +1,4 @@
-import type { Insertable, Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import { insertRows, type Db } from './database.js';
 import type { CaCertificatesTable, CaKeysTable, CertificatesTable } from './schema.js';
 
@@ -328,18 +328,33 @@ export class CaRepo {
     return r === undefined ? undefined : { der: r.der, nextUpdate: r.next_update };
   }
 
+  /**
+   * Stores a signed OCSP response for a leaf, only while the leaf's revocation state is still the
+   * one it was built from (`basis`): a revocation (or a reason raised to keyCompromise) committed
+   * between the read and this write would otherwise find nothing to drop and leave a stale answer
+   * stored for days. On PostgreSQL the check locks the leaf's row (FOR SHARE), so a revocation in
+   * progress is waited for and then seen; SQLite has one writer at a time.
+   */
   async saveOcspResponse(
     keyId: string,
     serial: string,
     hashAlg: string,
     der: string,
     nextUpdate: number,
+    basis: { readonly revokedAt: number | null; readonly reason: number | null },
   ): Promise<void> {
-    await this.db.kysely
-      .insertInto('ocsp_responses')
-      .values({ key_id: keyId, serial, hash_alg: hashAlg, der, next_update: nextUpdate })
-      .onConflict((oc) => oc.columns(['key_id', 'serial', 'hash_alg']).doUpdateSet({ der, next_update: nextUpdate }))
-      .execute();
+    const lock = this.db.dialect === 'postgres' ? sql` for share` : sql``;
+    await sql`insert into ocsp_responses (key_id, serial, hash_alg, der, next_update)
+      select ${keyId}, ${serial}, ${hashAlg}, ${der}, cast(${nextUpdate} as bigint)
+      where exists (
+        select 1 from certificates
+        where key_id = ${keyId} and serial = ${serial}
+          and revoked_at is not distinct from cast(${basis.revokedAt} as bigint)
+          and revocation_reason is not distinct from cast(${basis.reason} as integer)${lock}
+      )
+      on conflict (key_id, serial, hash_alg) do update set der = excluded.der, next_update = excluded.next_update`.execute(
+      this.db.kysely,
+    );
   }
 
   /** Drops the cached responses of a serial (its status changed). */

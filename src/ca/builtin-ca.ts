@@ -1,4 +1,3 @@
-import { X509Certificate } from 'node:crypto';
 import {
   CertdeskError,
   type CacheBroadcast,
@@ -8,7 +7,7 @@ import {
   type SignatureHashAlgorithm,
 } from '../core/index.js';
 import { isUniqueViolation, type AuditRepo, type CaRepo, type Repositories } from '../storage/index.js';
-import { findCert, resolveChain, type CaCert } from './chains.js';
+import { describeCaCert, findCert, resolveChain, type CaCert, type CaCertificateInfo } from './chains.js';
 import { revokeLeaf } from './revocation.js';
 import { fromPem, pem } from './der-writer.js';
 import {
@@ -231,37 +230,8 @@ export class BuiltinCa implements IssuerWithCapabilities {
   }
 
   /** Every CA certificate, for `ca list` and `/pki/`. */
-  list(): {
-    id: string;
-    brand: string;
-    role: string;
-    keyId: string;
-    keyType: string;
-    bits: number;
-    parent: string | null;
-    subject: string;
-    notBefore: number;
-    notAfter: number;
-    distrust: { phase1: number | null; phase2: number | null } | null;
-    pem: string;
-  }[] {
-    return [...this.certs.values()].map((c) => ({
-      id: c.row.id,
-      brand: c.row.brand,
-      role: c.row.role,
-      keyId: c.key.id,
-      keyType: c.key.type,
-      bits: c.key.bits,
-      parent: c.row.parent_id,
-      subject: new X509Certificate(c.der).subject.replace(/\n/g, ', '),
-      notBefore: c.row.not_before,
-      notAfter: c.row.not_after,
-      distrust:
-        c.row.distrust_phase1 === null && c.row.distrust_phase2 === null
-          ? null
-          : { phase1: c.row.distrust_phase1, phase2: c.row.distrust_phase2 },
-      pem: c.pem,
-    }));
+  list(): CaCertificateInfo[] {
+    return [...this.certs.values()].map(describeCaCert);
   }
 
   /** An opened CA key (the benchmark compares issuance with the raw signature rate of the same key). */

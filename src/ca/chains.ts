@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { CertdeskError, type ProductType, type SignatureHashAlgorithm } from '../core/index.js';
 import type { CaCertificateRow } from '../storage/index.js';
 import type { BrandHierarchy, CaRole } from './hierarchy.js';
@@ -93,4 +94,40 @@ export function findCert(certs: ReadonlyMap<string, CaCert>, issuer: string, rol
       best = c;
   }
   return best;
+}
+
+/** A CA certificate as `ca list` and `/pki/` show it. */
+export interface CaCertificateInfo {
+  id: string;
+  brand: string;
+  role: string;
+  keyId: string;
+  keyType: string;
+  bits: number;
+  parent: string | null;
+  subject: string;
+  notBefore: number;
+  notAfter: number;
+  distrust: { phase1: number | null; phase2: number | null } | null;
+  pem: string;
+}
+
+export function describeCaCert(c: CaCert): CaCertificateInfo {
+  return {
+    id: c.row.id,
+    brand: c.row.brand,
+    role: c.row.role,
+    keyId: c.key.id,
+    keyType: c.key.type,
+    bits: c.key.bits,
+    parent: c.row.parent_id,
+    subject: new X509Certificate(c.der).subject.replace(/\n/g, ', '),
+    notBefore: c.row.not_before,
+    notAfter: c.row.not_after,
+    distrust:
+      c.row.distrust_phase1 === null && c.row.distrust_phase2 === null
+        ? null
+        : { phase1: c.row.distrust_phase1, phase2: c.row.distrust_phase2 },
+    pem: c.pem,
+  };
 }

@@ -45,7 +45,7 @@ class Hub {
     try {
       await send(text);
     } catch (err) {
-      this.waiting.delete(text.split(' ')[1]!);
+      // Its echo's wait ends on its own timer.
       onError?.(err as Error);
       return;
     }

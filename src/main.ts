@@ -56,6 +56,7 @@ import {
   openDatabase,
   postgresBroadcast,
   redisBroadcast,
+  redisHeartbeat,
   repositories,
   unitOfWork,
   type Db,
@@ -292,6 +293,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
           commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
           keepAlive: REDIS_KEEPALIVE_MS,
         }).on('error', onRedisError);
+  // A Redis path that died silently is found by a PING every few seconds, and the connection opened again.
+  const stopRedisHeartbeat = redis === undefined ? undefined : redisHeartbeat(redis, onRedisError);
   const broadcast =
     redis !== undefined
       ? await redisBroadcast(redis, `${config.redisPrefix}:broadcast`, { onError: onRedisError })
@@ -305,6 +308,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const close = async () => {
     await ca.flush();
     await broadcast.close();
+    stopRedisHeartbeat?.();
     redis?.disconnect();
     // A database given by the caller stays the caller's to close.
     if (options.db === undefined) await db.close();
@@ -346,6 +350,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     notifier,
     reconciliation,
     redis,
+    broadcast,
     close,
   };
 }

@@ -30,8 +30,10 @@ export function createWorker(services: Services, logger: Logger): Worker {
 }
 
 /**
- * Ready (/readyz): the database answers, Redis (when configured) answers, and the CA can sign on
- * every chain (a first start listens only then). Error texts go to the log, not to the answer.
+ * Ready (/readyz): the database answers, Redis (when configured) answers, this process hears the
+ * others' changes (the broadcast's connection is up: else a revoked token or certificate would be
+ * honoured here until its cache's bound), and the CA can sign on every chain (a first start
+ * listens only then). Error texts go to the log, not to the answer.
  */
 async function readiness(services: Services, logger: Logger | false): Promise<Record<string, string>> {
   const probe = async (part: string, check: () => Promise<unknown>) => {
@@ -47,6 +49,12 @@ async function readiness(services: Services, logger: Logger | false): Promise<Re
   return {
     database: await probe('database', () => pingDatabase(services.db)),
     redis: redis === undefined ? 'not configured' : await probe('redis', () => redis.ping()),
+    broadcast:
+      services.broadcast.transport === 'local'
+        ? 'not configured'
+        : services.broadcast.listening()
+          ? 'ok'
+          : 'not listening',
     caKeys: services.ca.isInitialized() ? 'ok' : 'the CA hierarchy is not complete yet',
   };
 }

@@ -32,7 +32,7 @@ import type { Vetting } from './ra/orders/vetting.js';
 import type { Assessments } from './ra/scans/assessments.js';
 import type { Tools } from './ra/tools/tools.js';
 import type { Vouchers } from './ra/vouchers/vouchers.js';
-import type { Db, JobsRepo, MailRepo } from './storage/index.js';
+import type { Broadcast, Db, JobsRepo, MailRepo } from './storage/index.js';
 import type { Metrics } from './web/ops/metrics.js';
 
 export interface Services {
@@ -73,5 +73,7 @@ export interface Services {
   readonly reconciliation: Reconciliation;
   /** The shared Redis (CERTDESK_REDIS_URL), if any: the rate limiter's store. */
   readonly redis: Redis | undefined;
+  /** How this process hears the others' changes (cache invalidation); /readyz reports whether it does. */
+  readonly broadcast: Broadcast;
   close(): Promise<void>;
 }

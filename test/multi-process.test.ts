@@ -305,7 +305,7 @@ describe.skipIf(PG === undefined || PG === '')('several processes on one Postgre
       ),
     ).toBe(20);
     const ready = (await (await fetch(`${shared[0]!.base}/readyz`)).json()) as { checks: Record<string, string> };
-    expect(ready.checks).toEqual({ database: 'ok', redis: 'ok', caKeys: 'ok' });
+    expect(ready.checks).toEqual({ database: 'ok', redis: 'ok', broadcast: 'ok', caKeys: 'ok' });
     for (const s of shared) await kill(s.child);
     const alone = await d.apis(2, { CERTDESK_RATE_LIMIT: '20' });
     expect(

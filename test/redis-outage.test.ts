@@ -4,6 +4,7 @@
 // network partition) or loudly (every connection closed and new ones refused).
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteFile } from './support/databases.js';
 import { createTestContext, type TestContext } from './support/app.js';
@@ -12,9 +13,15 @@ const REDIS = process.env.CERTDESK_TEST_REDIS_URL;
 if (REDIS === undefined || REDIS === '')
   console.warn('Redis outage tests not run: they need a Redis server (CERTDESK_TEST_REDIS_URL is not set)');
 
-/** A TCP relay to `target` that can drop every byte without closing anything, or close everything. */
-async function relayTo(target: URL): Promise<{ url: string; cutSilently(): void; cutLoudly(): void; close(): void }> {
+/**
+ * A TCP relay to `target` that can drop every byte without closing anything, or close everything,
+ * or forget the connections it carries (their bytes dropped, nothing closed) while new ones pass.
+ */
+async function relayTo(
+  target: URL,
+): Promise<{ url: string; cutSilently(): void; cutLoudly(): void; forgetFlows(): void; close(): void }> {
   const sockets = new Set<Socket>();
+  const forgotten = new Set<Socket>();
   let mode: 'pass' | 'silent' | 'loud' = 'pass';
   const server: Server = createServer((client) => {
     if (mode === 'loud') return void client.destroy();
@@ -25,7 +32,7 @@ async function relayTo(target: URL): Promise<{ url: string; cutSilently(): void;
     ] as const) {
       sockets.add(from);
       from.on('data', (chunk) => {
-        if (mode === 'pass') to.write(chunk);
+        if (mode === 'pass' && !forgotten.has(from)) to.write(chunk);
       });
       from.on('error', () => to.destroy());
       from.on('close', () => {
@@ -39,6 +46,9 @@ async function relayTo(target: URL): Promise<{ url: string; cutSilently(): void;
   return {
     url: `redis://127.0.0.1:${port}`,
     cutSilently: () => void (mode = 'silent'),
+    forgetFlows: () => {
+      for (const s of sockets) forgotten.add(s);
+    },
     cutLoudly: () => {
       mode = 'loud';
       for (const s of sockets) s.destroy();
@@ -109,4 +119,55 @@ describe.skipIf(REDIS === undefined || REDIS === '')('Redis going away while the
     expect(revoked === 'no answer' ? revoked : revoked.statusCode).toBe(200);
     expect((await t.call(victim, { method: 'GET', url: '/rest/v1/Profile' })).statusCode).toBe(401);
   });
+
+  it('ok/a path dropped without a word (a NAT that forgot the flows): both connections are opened again, the others are heard, /readyz is ready again', async () => {
+    const prefix = `outage-${randomBytes(4).toString('hex')}`;
+    relay = await relayTo(new URL(REDIS!));
+    t = await createTestContext(sqliteFile(), {
+      CERTDESK_REDIS_URL: relay.url,
+      CERTDESK_REDIS_PREFIX: prefix,
+      CERTDESK_RATE_LIMIT: '1000',
+    });
+    const { services, app } = t;
+    expect(services.broadcast.transport).toBe('redis');
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+      checks: { redis: 'ok', broadcast: 'ok' },
+    });
+    let heard = 0;
+    services.broadcast.subscribe('probe', () => heard++);
+    // Another process, announcing on the same Redis directly (not through the relay).
+    const other = new Redis(REDIS!);
+    try {
+      const announce = (n: number) => other.publish(`${prefix}:broadcast`, `probe other.${n}`);
+      await announce(0);
+      await expect.poll(() => heard, { timeout: BOUND_MS }).toBeGreaterThan(0);
+
+      relay.forgetFlows();
+      const before = heard;
+      // Until the subscriber is on a new connection, nothing it is sent arrives. A heartbeat every
+      // 5 s answered within 5 s, then a reconnection: about 10 s; the bound leaves room for a loaded machine.
+      let n = 1;
+      await expect
+        .poll(
+          async () => {
+            await announce(n++);
+            return heard;
+          },
+          { timeout: 4 * BOUND_MS, interval: 500 },
+        )
+        .toBeGreaterThan(before);
+      // The commands' connection is new too: Redis answers the readiness probe again.
+      await expect
+        .poll(async () => (await app.inject({ method: 'GET', url: '/readyz' })).statusCode, {
+          timeout: 4 * BOUND_MS,
+          interval: 500,
+        })
+        .toBe(200);
+      expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+        checks: { redis: 'ok', broadcast: 'ok' },
+      });
+    } finally {
+      other.disconnect();
+    }
+  }, 120_000);
 });

@@ -132,13 +132,16 @@ describe.skipIf(url === undefined || url === '')('postgresBroadcast, its LISTEN 
 
   it('ok/a path cut silently is noticed by the round trips, the connection replaced and the caches cleared, twice', async () => {
     const relay = await relayed();
-    const errors: { at: number; err: Error }[] = [];
+    const errors: { at: number; err: Error; listening: boolean | undefined }[] = [];
     const heartbeatMs = 1_000;
-    const broadcast = await postgresBroadcast(db, relay.url, {
+    let broadcast: Broadcast | undefined = undefined;
+    broadcast = await postgresBroadcast(db, relay.url, {
       heartbeatMs,
-      onError: (err) => errors.push({ at: Date.now(), err }),
+      onError: (err) => errors.push({ at: Date.now(), err, listening: broadcast?.listening() }),
     });
     cleanup.push(() => broadcast.close());
+    expect(broadcast.transport).toBe('postgres');
+    expect(broadcast.listening()).toBe(true);
     let cleared = 0;
     broadcast.subscribe('principals', () => cleared++);
     await other.publish('principals');
@@ -153,6 +156,8 @@ describe.skipIf(url === undefined || url === '')('postgresBroadcast, its LISTEN 
       await other.publish('principals');
       await until(() => errors.length === round, `round ${round}: the silent loss noticed`);
       expect(errors[round - 1]!.err.message).toMatch(/no answer within/);
+      // Not listening from the loss on (what /readyz reports), until the new connection listens.
+      expect(errors[round - 1]!.listening).toBe(false);
       // Two intervals at most (the cut just after an answer); a slow machine gets its margin.
       expect(errors[round - 1]!.at - cutAt).toBeLessThan(2 * heartbeatMs + 10_000);
       await until(() => !cut.open, `round ${round}: the dead connection closed by the listener`);
@@ -162,6 +167,7 @@ describe.skipIf(url === undefined || url === '')('postgresBroadcast, its LISTEN 
       const back = cleared;
       await other.publish('principals');
       await until(() => cleared > back, `round ${round}: the news after the reconnection`);
+      expect(broadcast.listening()).toBe(true);
       expect(openPairs(relay)).toBe(1);
     }
   });

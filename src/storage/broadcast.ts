@@ -23,6 +23,14 @@ export interface Broadcast {
   publish(topic: string): Promise<void>;
   /** Calls `fn` whenever any process announces `topic`, and after a lost connection is back (news may have been missed). */
   subscribe(topic: string, fn: () => void): void;
+  /** How the news travels: this process only (SQLite without Redis), PostgreSQL, or Redis. */
+  readonly transport: 'local' | 'postgres' | 'redis';
+  /**
+   * Whether this process hears the others now: false while its listening connection is lost and
+   * being opened again (their changes then reach it by its caches' bounds only). Always true for
+   * `local`.
+   */
+  listening(): boolean;
   close(): Promise<void>;
 }
 
@@ -98,6 +106,8 @@ export function localBroadcast(): Broadcast {
       hub.deliver(topic);
     },
     subscribe: (topic, fn) => hub.subscribe(topic, fn),
+    transport: 'local',
+    listening: () => true,
     async close() {},
   };
 }
@@ -146,6 +156,8 @@ export async function postgresBroadcast(
   let retry: NodeJS.Timeout | undefined;
   // The connection open or opening: never two, since a new one opens only after this one's loss.
   let live: { end(): Promise<void> } | undefined;
+  // The live connection has its LISTEN in place.
+  let listening = false;
 
   const listen = async (): Promise<void> => {
     // Keepalive as on the pool's connections (database.ts); the round trips find a dead path sooner.
@@ -159,7 +171,10 @@ export async function postgresBroadcast(
     const leave = () => {
       gone = true;
       clearTimeout(beat);
-      if (live === self) live = undefined;
+      if (live === self) {
+        live = undefined;
+        listening = false;
+      }
     };
     // Every loss of this connection ends here, once, however many of its signs come: destroyed,
     // not ended politely (a dead path never answers a goodbye), and, after the first start, a
@@ -200,6 +215,7 @@ export async function postgresBroadcast(
     }
     if (gone) throw new Error('the LISTEN connection was lost or closed as it opened');
     started = true;
+    listening = true;
     const probe = () => {
       beat = setTimeout(() => {
         withinTime(c.query('SELECT 1'), heartbeatMs, 'the LISTEN connection').then(() => {
@@ -224,6 +240,8 @@ export async function postgresBroadcast(
     publish: (topic) =>
       hub.announce(topic, (text) => sql`select pg_notify(${channel}, ${text})`.execute(db.kysely), options.onError),
     subscribe: (topic, fn) => hub.subscribe(topic, fn),
+    transport: 'postgres',
+    listening: () => listening,
     async close() {
       closed = true;
       clearTimeout(retry);
@@ -233,15 +251,52 @@ export async function postgresBroadcast(
   };
 }
 
-/** Redis pub/sub (CERTDESK_REDIS_URL) on `channel`: a subscriber connection of its own; ioredis reconnects it. */
+/**
+ * Proves a Redis connection alive with a PING every `intervalMs` (HEARTBEAT_MS), answered within
+ * as long. ioredis notices a closed connection, but not a path dropped without a word (a NAT or a
+ * load balancer that forgot the flow): every command on it fails by its timeout, and a subscriber
+ * hears nothing, until TCP keepalive gives up minutes later. An unanswered PING drops the
+ * connection and ioredis opens a new one (a subscriber subscribes again, and is `ready` once it
+ * has). Skipped while the connection is not ready (ioredis is at it). Returns the stop.
+ */
+export function redisHeartbeat(client: Redis, onLost: (err: Error) => void, intervalMs = HEARTBEAT_MS): () => void {
+  let beat: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const next = () => {
+    if (stopped) return;
+    beat = setTimeout(() => {
+      if (client.status !== 'ready') return next();
+      withinTime(client.ping(), intervalMs, 'Redis').then(next, (err: Error) => {
+        if (stopped) return;
+        onLost(err);
+        // Dropped and opened again (ioredis's own reconnection).
+        client.disconnect(true);
+        next();
+      });
+    }, intervalMs);
+    beat.unref();
+  };
+  next();
+  return () => {
+    stopped = true;
+    clearTimeout(beat);
+  };
+}
+
+/**
+ * Redis pub/sub (CERTDESK_REDIS_URL) on `channel`: a subscriber connection of its own, which
+ * ioredis opens again when it closes and `redisHeartbeat` when its path dies silently; then every
+ * subscriber forgets, since news may have been missed.
+ */
 export async function redisBroadcast(
   publisher: Redis,
   channel: string,
-  options: { echoTimeoutMs?: number; onError?: (err: Error) => void } = {},
+  options: { echoTimeoutMs?: number; heartbeatMs?: number; onError?: (err: Error) => void } = {},
 ): Promise<Broadcast> {
   const hub = new Hub(options.echoTimeoutMs ?? 1000);
   const subscriber = publisher.duplicate();
-  subscriber.on('error', (err: Error) => options.onError?.(err));
+  const onError = (err: Error) => options.onError?.(err);
+  subscriber.on('error', onError);
   subscriber.on('message', (from: string, text: string) => {
     if (from === channel) hub.deliver(text);
   });
@@ -251,10 +306,14 @@ export async function redisBroadcast(
     first = false;
   });
   await subscriber.subscribe(channel);
+  const stopBeat = redisHeartbeat(subscriber, onError, options.heartbeatMs);
   return {
     publish: (topic) => hub.announce(topic, (text) => publisher.publish(channel, text), options.onError),
     subscribe: (topic, fn) => hub.subscribe(topic, fn),
+    transport: 'redis',
+    listening: () => subscriber.status === 'ready',
     async close() {
+      stopBeat();
       hub.release();
       subscriber.disconnect();
     },

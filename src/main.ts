@@ -303,7 +303,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
         : localBroadcast();
   principals.connect(broadcast);
   ocspAnswers.connect(broadcast);
-  ca.connect(broadcast);
+  ca.connect(broadcast, config.caRecheckSeconds);
 
   const close = async () => {
     await ca.flush();

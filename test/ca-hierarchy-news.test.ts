@@ -21,14 +21,17 @@ describe.skipIf(PG === undefined || PG === '')('a changed CA hierarchy reaches e
   let scratch: Awaited<ReturnType<typeof scratchPostgresDatabase>>;
   let a: Services;
   let b: Services;
+  let env: Record<string, string>;
   beforeAll(async () => {
     scratch = await scratchPostgresDatabase(PG!);
-    const config = loadConfig({
+    env = {
       CERTDESK_DATABASE_URL: scratch.url,
       CERTDESK_DATA_DIR: '/nonexistent-test-data',
       CERTDESK_DNS_SERVERS: '127.0.0.1:9',
       CERTDESK_CA_KEY_FILE: join(mkdtempSync(join(tmpdir(), 'certdesk-kek-')), 'ca-keys.secret'),
-    });
+    };
+    // The default recheck (60 s) is longer than the waits below: what they see came by the broadcast.
+    const config = loadConfig(env);
     a = await createServices(config);
     await a.ca.init({ keyPairs: testCaKeys() });
     b = await createServices(config);
@@ -62,5 +65,27 @@ describe.skipIf(PG === undefined || PG === '')('a changed CA hierarchy reaches e
       interval: 100,
     });
     expect(b.ca.distrustMarks().get('trustpoint-rsa-int-1')).toEqual({ phase1: now - 60, phase2: now + 86_400 });
+  });
+
+  it('ok/a change whose news were lost (stored, never announced) is loaded within CERTDESK_CA_RECHECK_SECONDS', async () => {
+    const c = await createServices(loadConfig({ ...env, CERTDESK_CA_RECHECK_SECONDS: '1' }));
+    try {
+      const id = 'sectra-ecc-int-1';
+      expect(c.ca.list().some((info) => info.id === id)).toBe(true);
+      expect(c.ca.distrustMarks().has(id)).toBe(false);
+      // As a process killed between its commit and its announcement leaves it.
+      const now = a.clock.nowSeconds();
+      await a.db.kysely
+        .updateTable('ca_certificates')
+        .set({ distrust_phase1: now - 60, distrust_phase2: null })
+        .where('id', '=', id)
+        .execute();
+      await vi.waitFor(() => expect(c.ca.distrustMarks().get(id)).toEqual({ phase1: now - 60, phase2: null }), {
+        timeout: 15_000,
+        interval: 100,
+      });
+    } finally {
+      await c.close();
+    }
   });
 });

@@ -75,6 +75,8 @@ export class BuiltinCa implements IssuerWithCapabilities {
   private readonly signer: LeafSigner;
   /** The deployment's broadcast (`connect`): news of a changed hierarchy. */
   private news: CacheBroadcast | undefined;
+  /** The timer of `connect`'s comparisons with the stored hierarchy. */
+  private recheck: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: BuiltinCaOptions) {
     this.signer = new LeafSigner({
@@ -108,10 +110,30 @@ export class BuiltinCa implements IssuerWithCapabilities {
    * and tells them of this one's: each process then loads the keys and CA certificates again, so
    * none goes on issuing under a distrusted intermediate, or answering OCSP for a new one's leaves
    * `unauthorized`, until it is restarted. A load that fails keeps what was loaded before.
+   * News can be lost (the announcing process killed after its commit, a cut broadcast, a command
+   * announcing where nobody listens): every `recheckSeconds` (0: never) the stored hierarchy is
+   * compared with the loaded one, and loaded again when it differs.
    */
-  connect(broadcast: CacheBroadcast): void {
+  connect(broadcast: CacheBroadcast, recheckSeconds = 0): void {
     this.news = broadcast;
     broadcast.subscribe(HIERARCHY_TOPIC, () => void this.load().catch(() => undefined));
+    clearInterval(this.recheck);
+    if (recheckSeconds > 0) {
+      this.recheck = setInterval(() => void this.loadIfChanged().catch(() => undefined), recheckSeconds * 1000);
+      this.recheck.unref();
+    }
+  }
+
+  /** Loads the hierarchy again when a CA certificate was added, removed or distrusted since it was loaded. */
+  private async loadIfChanged(): Promise<void> {
+    const stored = await this.o.repo.caCertificateStates();
+    const same =
+      stored.length === this.certs.size &&
+      stored.every((s) => {
+        const loaded = this.certs.get(s.id)?.row;
+        return loaded?.distrust_phase1 === s.distrust_phase1 && loaded.distrust_phase2 === s.distrust_phase2;
+      });
+    if (!same) await this.load();
   }
 
   /** Loads the hierarchy as it now is, and has every other process load it too. */
@@ -386,8 +408,9 @@ export class BuiltinCa implements IssuerWithCapabilities {
     return marks;
   }
 
-  /** Waits for pending audit and certificate writes (shutdown). */
+  /** Stops comparing with the stored hierarchy, and waits for pending audit and certificate writes (shutdown). */
   async flush(): Promise<void> {
+    clearInterval(this.recheck);
     await this.signer.flush();
   }
 }

@@ -202,6 +202,12 @@ export const SCHEMA = {
     parse: nonNegativeInt,
     doc: 'How long a process may reuse a resolved token without asking the database (0 = never). Revocations made in the same process act at once; others within this time.',
   },
+  caRecheckSeconds: {
+    env: 'CERTDESK_CA_RECHECK_SECONDS',
+    default: '60',
+    parse: nonNegativeInt,
+    doc: 'How often each process compares the CA hierarchy it has loaded with the database (0 = never). A CA certificate created or distrusted by another process is loaded as soon as its news arrive, and within this time when they were lost.',
+  },
   rateLimit: {
     env: 'CERTDESK_RATE_LIMIT',
     default: '1200',

@@ -116,6 +116,11 @@ export class CaRepo {
       .execute();
   }
 
+  /** Each CA certificate's id and distrust dates: what tells a loaded hierarchy from the stored one. */
+  caCertificateStates(): Promise<Pick<CaCertificateRow, 'id' | 'distrust_phase1' | 'distrust_phase2'>[]> {
+    return this.db.kysely.selectFrom('ca_certificates').select(['id', 'distrust_phase1', 'distrust_phase2']).execute();
+  }
+
   /** Marks a CA certificate distrusted from the given dates; false when there is no such id. */
   async setDistrust(id: string, phase1: number | null, phase2: number | null): Promise<boolean> {
     const r = await this.db.kysely

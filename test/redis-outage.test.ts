@@ -2,61 +2,34 @@
 // and neither may take the API down with it. Redis is reached through a relay on loopback that the
 // test can cut silently (bytes dropped, no connection closed: a NAT that forgot the flow, a
 // network partition) or loudly (every connection closed and new ones refused).
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteFile } from './support/databases.js';
 import { createTestContext, type TestContext } from './support/app.js';
+import { startTcpRelay } from './support/tcp-relay.js';
 
 const REDIS = process.env.CERTDESK_TEST_REDIS_URL;
 if (REDIS === undefined || REDIS === '')
   console.warn('Redis outage tests not run: they need a Redis server (CERTDESK_TEST_REDIS_URL is not set)');
 
-/**
- * A TCP relay to `target` that can drop every byte without closing anything, or close everything,
- * or forget the connections it carries (their bytes dropped, nothing closed) while new ones pass.
- */
+/** A relay to Redis that can drop every byte without closing anything, close everything, or forget the connections it carries. */
 async function relayTo(
   target: URL,
-): Promise<{ url: string; cutSilently(): void; cutLoudly(): void; forgetFlows(): void; close(): void }> {
-  const sockets = new Set<Socket>();
-  const forgotten = new Set<Socket>();
-  let mode: 'pass' | 'silent' | 'loud' = 'pass';
-  const server: Server = createServer((client) => {
-    if (mode === 'loud') return void client.destroy();
-    const upstream = createConnection(Number(target.port || 6379), target.hostname);
-    for (const [from, to] of [
-      [client, upstream],
-      [upstream, client],
-    ] as const) {
-      sockets.add(from);
-      from.on('data', (chunk) => {
-        if (mode === 'pass' && !forgotten.has(from)) to.write(chunk);
-      });
-      from.on('error', () => to.destroy());
-      from.on('close', () => {
-        sockets.delete(from);
-        to.destroy();
-      });
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
+): Promise<{ url: string; cutSilently(): void; cutLoudly(): void; forgetFlows(): void; close(): Promise<void> }> {
+  const tcp = await startTcpRelay(target, 6379);
   return {
-    url: `redis://127.0.0.1:${port}`,
-    cutSilently: () => void (mode = 'silent'),
-    forgetFlows: () => {
-      for (const s of sockets) forgotten.add(s);
+    url: `redis://${tcp.host}`,
+    cutSilently: () => {
+      tcp.forgetFlows();
+      tcp.blackholeNew = true;
     },
     cutLoudly: () => {
-      mode = 'loud';
-      for (const s of sockets) s.destroy();
+      tcp.refuseNew = true;
+      tcp.closeAll();
     },
-    close: () => {
-      for (const s of sockets) s.destroy();
-      server.close();
-    },
+    forgetFlows: () => tcp.forgetFlows(),
+    close: () => tcp.close(),
   };
 }
 
@@ -69,7 +42,7 @@ describe.skipIf(REDIS === undefined || REDIS === '')('Redis going away while the
   let relay: Awaited<ReturnType<typeof relayTo>> | undefined;
   afterEach(async () => {
     await t?.close();
-    relay?.close();
+    await relay?.close();
     t = undefined;
     relay = undefined;
   });

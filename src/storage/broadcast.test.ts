@@ -3,10 +3,10 @@
 // connection's round trips find it. A connection lost while it asks to LISTEN, or whose LISTEN is
 // refused, is closed and replaced by exactly one. A real TCP relay on loopback stands between the
 // listener and PostgreSQL and does to the listener's traffic what such a path would.
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { scratchPostgresDatabase } from '../../test/support/databases.js';
 import { sleep } from '../../test/support/processes.js';
+import { startTcpRelay, type RelayedConnection } from '../../test/support/tcp-relay.js';
 import { postgresBroadcast, type Broadcast } from './broadcast.js';
 import { openDatabase, type Db } from './database.js';
 
@@ -16,77 +16,43 @@ if (url === undefined || url === '')
     'broadcast connection tests not run: they are PostgreSQL only and CERTDESK_TEST_DATABASE_URL is not set',
   );
 
-/** One connection through the relay: `blackholed`, what either end sends is dropped, and nothing is closed. */
-interface Pair {
-  readonly client: Socket;
-  listening: boolean;
-  blackholed: boolean;
-  open: boolean;
-}
-
 /** What the relay does to the next LISTEN it carries: cut the connection, or spoil the statement (the server refuses it). */
 type ListenFault = 'cut' | 'refuse';
 
 interface Relay {
   readonly url: string;
-  readonly pairs: Pair[];
+  /** Every connection carried (`blackholed`: what either end sends is dropped, and nothing is closed). */
+  readonly pairs: RelayedConnection[];
+  /** The connections that asked to LISTEN. */
+  readonly listening: Set<RelayedConnection>;
   nextListen: ListenFault | undefined;
   close(): Promise<void>;
 }
 
 async function startRelay(target: string): Promise<Relay> {
-  const to = new URL(target);
-  const pairs: Pair[] = [];
-  const relay: Omit<Relay, 'url'> & { server?: Server } = {
-    pairs,
-    nextListen: undefined,
-    close: async () => undefined,
-  };
-  const server = createServer((client) => {
-    const upstream = createConnection(Number(to.port === '' ? 5432 : to.port), to.hostname);
-    const pair: Pair = { client, listening: false, blackholed: false, open: true };
-    pairs.push(pair);
-    client.on('data', (chunk: Buffer) => {
-      if (pair.blackholed) return;
-      const at = chunk.indexOf('LISTEN');
-      if (at >= 0) {
-        const fault = relay.nextListen;
-        relay.nextListen = undefined;
-        if (fault === 'cut') {
-          client.destroy();
-          upstream.destroy();
-          return;
-        }
-        if (fault === 'refuse') {
-          chunk = Buffer.from(chunk);
-          chunk[at + 5] = 'X'.charCodeAt(0); // LISTEX: a syntax error, the connection stays up
-        } else pair.listening = true;
-      }
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => {
-      if (!pair.blackholed) client.write(chunk);
-    });
-    const end = () => {
-      pair.open = false;
-      client.destroy();
-      upstream.destroy();
-    };
-    for (const s of [client, upstream]) {
-      s.on('error', end);
-      s.on('close', end);
+  const listening = new Set<RelayedConnection>();
+  const faults: { nextListen: ListenFault | undefined } = { nextListen: undefined };
+  const tcp = await startTcpRelay(new URL(target), 5432, (chunk, connection) => {
+    const at = chunk.indexOf('LISTEN');
+    if (at < 0) return chunk;
+    const fault = faults.nextListen;
+    faults.nextListen = undefined;
+    if (fault === 'cut') return 'cut';
+    if (fault === 'refuse') {
+      const spoiled = Buffer.from(chunk);
+      spoiled[at + 5] = 'X'.charCodeAt(0); // LISTEX: a syntax error, the connection stays up
+      return spoiled;
     }
+    listening.add(connection);
+    return chunk;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const relayed = new URL(target);
-  relayed.hostname = '127.0.0.1';
-  relayed.port = String((server.address() as { port: number }).port);
-  return Object.assign(relay, {
+  relayed.host = tcp.host;
+  return Object.assign(faults, {
     url: relayed.toString(),
-    close: async () => {
-      for (const p of pairs) p.client.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    pairs: tcp.connections,
+    listening,
+    close: () => tcp.close(),
   });
 }
 
@@ -100,7 +66,7 @@ async function until(check: () => boolean, what: string, ms = 20_000): Promise<v
 }
 
 const openPairs = (relay: Relay) => relay.pairs.filter((p) => p.open).length;
-const listener = (relay: Relay) => relay.pairs.find((p) => p.open && p.listening && !p.blackholed);
+const listener = (relay: Relay) => relay.pairs.find((p) => p.open && relay.listening.has(p) && !p.blackholed);
 /** Longer than the broadcast's pause before it tries again (1 s), twice over. */
 const RETRIES_SETTLE_MS = 3_000;
 

@@ -1,0 +1,83 @@
+// A TCP relay on loopback between a client under test and a real server (PostgreSQL, Redis), to
+// lose connections the ways a network loses them: a path dropped without a word (no FIN, no RST:
+// a NAT or a load balancer that forgot the flow), or every connection closed and new ones refused.
+import { createConnection, createServer, type Socket } from 'node:net';
+
+/** One connection through the relay. `blackholed`: what either end sends is dropped, and nothing is closed. */
+export interface RelayedConnection {
+  readonly client: Socket;
+  blackholed: boolean;
+  open: boolean;
+}
+
+/**
+ * What the relay does with a chunk the client sends: pass it on as it is, pass on another (a
+ * spoiled statement), or cut the connection.
+ */
+export type ClientChunk = (chunk: Buffer, connection: RelayedConnection) => Buffer | 'cut';
+
+export interface TcpRelay {
+  /** `127.0.0.1:<port>` of the relay, for a URL. */
+  readonly host: string;
+  readonly connections: RelayedConnection[];
+  /** New connections are blackholed from their start while true. */
+  blackholeNew: boolean;
+  /** New connections are closed at once while true. */
+  refuseNew: boolean;
+  /** Every connection carried so far is blackholed; new ones pass (unless told otherwise). */
+  forgetFlows(): void;
+  /** Every connection carried so far is closed. */
+  closeAll(): void;
+  close(): Promise<void>;
+}
+
+/** Starts a relay to `target` (a `host:port`, or a URL whose host and port are used, `defaultPort` when it names none). */
+export async function startTcpRelay(
+  target: URL,
+  defaultPort: number,
+  onClientChunk: ClientChunk = (chunk) => chunk,
+): Promise<TcpRelay> {
+  const connections: RelayedConnection[] = [];
+  const server = createServer((client) => {
+    if (relay.refuseNew) return void client.destroy();
+    const upstream = createConnection(Number(target.port === '' ? defaultPort : target.port), target.hostname);
+    const connection: RelayedConnection = { client, blackholed: relay.blackholeNew, open: true };
+    connections.push(connection);
+    const end = () => {
+      connection.open = false;
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('data', (chunk: Buffer) => {
+      if (connection.blackholed) return;
+      const passed = onClientChunk(chunk, connection);
+      if (passed === 'cut') return end();
+      upstream.write(passed);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!connection.blackholed) client.write(chunk);
+    });
+    for (const s of [client, upstream]) {
+      s.on('error', end);
+      s.on('close', end);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const relay: TcpRelay = {
+    host: `127.0.0.1:${(server.address() as { port: number }).port}`,
+    connections,
+    blackholeNew: false,
+    refuseNew: false,
+    forgetFlows: () => {
+      for (const c of connections) c.blackholed = true;
+    },
+    closeAll: () => {
+      for (const c of connections) c.client.destroy();
+    },
+    close: async () => {
+      relay.closeAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return relay;
+}

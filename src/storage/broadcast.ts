@@ -60,14 +60,33 @@ class Hub {
     await echo;
   }
 
-  /** A message for `topic` and a promise of its echo. */
+  /** A message for `topic` and a promise of its echo, resolved when it comes back or after `echoTimeoutMs`. */
   message(topic: string): { text: string; echo: Promise<void> } {
+    return this.echoed(topic, this.echoTimeoutMs, (resolve) => resolve());
+  }
+
+  /**
+   * A message that only proves the way back (topic `heartbeat`, which nobody subscribes to):
+   * `heard` resolves when it comes back, and rejects after `ms`.
+   */
+  probe(ms: number): { text: string; heard: Promise<void> } {
+    const { text, echo } = this.echoed('heartbeat', ms, (_resolve, reject) =>
+      reject(new Error(`no answer within ${ms} ms: a notification sent did not come back`)),
+    );
+    return { text, heard: echo };
+  }
+
+  private echoed(
+    topic: string,
+    ms: number,
+    late: (resolve: () => void, reject: (e: Error) => void) => void,
+  ): { text: string; echo: Promise<void> } {
     const id = `${this.sender}.${++this.seq}`;
-    const echo = new Promise<void>((resolve) => {
+    const echo = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id);
-        resolve();
-      }, this.echoTimeoutMs);
+        late(resolve, reject);
+      }, ms);
       timer.unref();
       this.waiting.set(id, () => {
         clearTimeout(timer);
@@ -116,11 +135,12 @@ export function localBroadcast(): Broadcast {
 const channelOf = (db: Pick<Db, 'schema'>) => `certdesk_${db.schema ?? 'public'}`;
 
 /**
- * How often the listening connection must answer a round trip (`SELECT 1`), and how long the
- * answer (or opening it and its LISTEN) may take. A path that a NAT or a load balancer dropped
- * without a word (no FIN, no RST) looks alive to both ends; unanswered, the connection is counted
- * lost. A cut just after an answer is noticed at the next round trip's end: within two
- * intervals, 10 s.
+ * How often the listening connection must hear a notification sent through the pool, as the
+ * other processes send theirs, and how long that (or opening it and its LISTEN) may take. A path
+ * that a NAT or a load balancer dropped without a word (no FIN, no RST) looks alive to both ends,
+ * and a LISTEN through a pooler in transaction mode is accepted and then hears (almost) nothing;
+ * unheard, the connection is counted lost. A cut just after a beat is noticed at the next one's
+ * end: within two intervals, 10 s.
  */
 export const HEARTBEAT_MS = 5_000;
 /** The pause before a lost listening connection is opened again (and between tries). */
@@ -203,12 +223,24 @@ export async function postgresBroadcast(
       if (n.channel === channel && n.payload !== undefined) hub.deliver(n.payload);
     });
     c.on('error', lost);
+    // A notification through the pool, heard back on this connection: the way every other
+    // process's news travel. (Promise.all handles `heard` failing after the send did.)
+    const hearsTheOthers = () => {
+      const { text, heard } = hub.probe(heartbeatMs);
+      const sent = sql`select pg_notify(${channel}, ${text})`.execute(db.kysely);
+      return withinTime(Promise.all([sent, heard]), heartbeatMs, 'the LISTEN connection');
+    };
     const opening = (async () => {
       await c.connect();
       await c.query(`LISTEN "${channel}"`);
     })();
     try {
       await withinTime(opening, heartbeatMs, 'opening the LISTEN connection');
+      await hearsTheOthers().catch((err: Error) => {
+        throw new Error(
+          `the LISTEN connection hears no notifications (${err.message}). Behind a connection pooler in transaction mode LISTEN cannot work: set CERTDESK_REDIS_URL, or connect to PostgreSQL directly`,
+        );
+      });
     } catch (err) {
       lost(err as Error);
       throw err;
@@ -218,7 +250,7 @@ export async function postgresBroadcast(
     listening = true;
     const probe = () => {
       beat = setTimeout(() => {
-        withinTime(c.query('SELECT 1'), heartbeatMs, 'the LISTEN connection').then(() => {
+        hearsTheOthers().then(() => {
           if (!gone) probe();
         }, lost);
       }, heartbeatMs);

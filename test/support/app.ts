@@ -30,6 +30,8 @@ export interface TestContext {
   customer(overrides?: { currency?: string; creditLimit?: number; name?: string }): Promise<TestCustomer>;
   /** A token for the customer's application, narrowed to `scope`. */
   token(customer: Pick<TestCustomer, 'clientId' | 'clientSecret'>, scope?: string): Promise<string>;
+  /** POST /oauth2/revoke of `token` by the customer's application (a form body, as clients send it). */
+  revoke(customer: Pick<TestCustomer, 'clientId' | 'clientSecret'>, token: string): Promise<LightMyRequestResponse>;
   /** app.inject with the bearer token set. */
   call(token: string | undefined, options: InjectOptions): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
@@ -98,6 +100,17 @@ export async function createTestContext(
       return { ...c, token: await token(c) };
     },
     token,
+    revoke: (c, revoked) =>
+      app.inject({
+        method: 'POST',
+        url: '/oauth2/revoke',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams({
+          token: revoked,
+          client_id: c.clientId,
+          client_secret: c.clientSecret,
+        }).toString(),
+      }),
     call(bearer, options) {
       const headers = {
         ...(options.headers ?? {}),

@@ -293,8 +293,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
           commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
           keepAlive: REDIS_KEEPALIVE_MS,
         }).on('error', onRedisError);
-  // A Redis path that died silently is found by a PING every few seconds, and the connection opened again.
-  const stopRedisHeartbeat = redis === undefined ? undefined : redisHeartbeat(redis, onRedisError);
+  // A Redis path that died silently is found by a PING every few seconds, and the connection opened
+  // again: after two unanswered in a row, since this client's commands time out after a second and
+  // a Redis busy for a second or two (a fork for a snapshot) is not a dead path.
+  const stopRedisHeartbeat = redis === undefined ? undefined : redisHeartbeat(redis, onRedisError, { misses: 2 });
   const broadcast =
     redis !== undefined
       ? await redisBroadcast(redis, `${config.redisPrefix}:broadcast`, { onError: onRedisError })

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteFile } from './support/databases.js';
+import { redisBroadcast } from '../src/storage/index.js';
 import { createTestContext, type TestContext } from './support/app.js';
 import { startTcpRelay } from './support/tcp-relay.js';
 
@@ -129,6 +130,47 @@ describe.skipIf(REDIS === undefined || REDIS === '')('Redis going away while the
       });
     } finally {
       other.disconnect();
+    }
+  }, 120_000);
+
+  it('fail/a reconnection whose commands go unanswered: nothing crashes, it is not listening meanwhile, and listens once the path is back', async () => {
+    const tcp = await startTcpRelay(new URL(REDIS!), 6379);
+    const publisher = new Redis(`redis://${tcp.host}`, { commandTimeout: 1000, maxRetriesPerRequest: 1 });
+    publisher.on('error', () => undefined);
+    const other = new Redis(REDIS!);
+    const channel = `outage-${randomBytes(4).toString('hex')}`;
+    const errors: string[] = [];
+    const broadcast = await redisBroadcast(publisher, channel, {
+      heartbeatMs: 1000,
+      onError: (err) => errors.push(err.message),
+    });
+    try {
+      let heard = 0;
+      broadcast.subscribe('probe', () => heard++);
+      expect(broadcast.listening()).toBe(true);
+      // The old path dies, and new connections are accepted and then answered nothing (their
+      // SUBSCRIBE, under the publisher's 1 s command timeout, once ended the process unhandled).
+      tcp.forgetFlows();
+      tcp.blackholeNew = true;
+      await expect.poll(() => broadcast.listening(), { timeout: BOUND_MS }).toBe(false);
+      await expect.poll(() => errors.some((e) => /first command/.test(e)), { timeout: 3 * BOUND_MS }).toBe(true);
+      tcp.blackholeNew = false;
+      let n = 0;
+      await expect
+        .poll(
+          async () => {
+            await other.publish(channel, `probe other.${n++}`);
+            return heard;
+          },
+          { timeout: 3 * BOUND_MS, interval: 200 },
+        )
+        .toBeGreaterThan(0);
+      expect(broadcast.listening()).toBe(true);
+    } finally {
+      await broadcast.close();
+      publisher.disconnect();
+      other.disconnect();
+      await tcp.close();
     }
   }, 120_000);
 });

@@ -77,6 +77,8 @@ export class BuiltinCa implements IssuerWithCapabilities {
   private news: CacheBroadcast | undefined;
   /** The timer of `connect`'s comparisons with the stored hierarchy. */
   private recheck: NodeJS.Timeout | undefined;
+  /** The last load begun (`load`). */
+  private loading: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: BuiltinCaOptions) {
     this.signer = new LeafSigner({
@@ -89,17 +91,27 @@ export class BuiltinCa implements IssuerWithCapabilities {
     });
   }
 
-  /** Opens the keys and CA certificates in the database. Throws KeyFileError on a wrong key file. */
-  async load(): Promise<void> {
-    const keys = await this.o.keys.loadAll();
-    this.keys = new Map(keys.map((k) => [k.id, k]));
+  /**
+   * Opens the keys and CA certificates in the database. Throws KeyFileError on a wrong key file.
+   * Loads run one after another (a broadcast's, a recheck's, this process's own change): the last
+   * begun is the last applied, so an older read never replaces a newer one.
+   */
+  load(): Promise<void> {
+    const next = this.loading.catch(() => undefined).then(() => this.loadNow());
+    this.loading = next;
+    return next;
+  }
+
+  private async loadNow(): Promise<void> {
+    const keys = new Map((await this.o.keys.loadAll()).map((k) => [k.id, k]));
     const certs = new Map<string, CaCert>();
     for (const row of await this.o.repo.listCaCertificates()) {
-      const key = this.keys.get(row.key_id);
+      const key = keys.get(row.key_id);
       if (key === undefined) throw new Error(`CA certificate ${row.id} names a missing key ${row.key_id}`);
       const der = Buffer.from(row.der, 'base64');
       certs.set(row.id, { row, der, pem: pem('CERTIFICATE', der), subject: subjectOf(der), key });
     }
+    this.keys = keys;
     this.certs = certs;
     this.marks = undefined;
     this.issuingKey = ocspIssuerIndex([...certs.values()].filter((c) => c.row.parent_id !== null));

@@ -62,6 +62,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CERTDESK_REQUEST_TIMEOUT_MS: '30s' })).toThrow(/CERTDESK_REQUEST_TIMEOUT_MS/);
   });
 
+  it('ok/CA recheck: 60 s by default, 0 turns it off, at most a day (a timer cannot wait much longer)', () => {
+    expect(loadConfig({}).caRecheckSeconds).toBe(60);
+    expect(loadConfig({ CERTDESK_CA_RECHECK_SECONDS: '0' }).caRecheckSeconds).toBe(0);
+    expect(loadConfig({ CERTDESK_CA_RECHECK_SECONDS: '86400' }).caRecheckSeconds).toBe(86_400);
+    expect(() => loadConfig({ CERTDESK_CA_RECHECK_SECONDS: '2147484' })).toThrow(
+      /CERTDESK_CA_RECHECK_SECONDS.*more than 86400/,
+    );
+  });
+
   it('fail/a database URL of an unknown scheme is a bad key, not a SQLite file name', () => {
     expect(loadConfig({ CERTDESK_DATABASE_URL: 'postgresql://u@h/db' }).databaseUrl).toBe('postgresql://u@h/db');
     expect(loadConfig({ CERTDESK_DATABASE_URL: '/var/lib/certdesk/db.sqlite' }).databaseUrl).toBe(

@@ -28,6 +28,13 @@ const nonNegativeInt: Parser<number> = (t) => {
   const n = Number(t);
   return /^\d+$/.test(t) && Number.isSafeInteger(n) ? n : { problem: `not a whole number ≥ 0: ${t}` };
 };
+/** A whole number from 0 to `max` (a period a timer waits: Node's timers hold at most 2^31 - 1 ms). */
+const wholeUpTo =
+  (max: number): Parser<number> =>
+  (t) => {
+    const n = nonNegativeInt(t);
+    return typeof n === 'number' && n > max ? { problem: `more than ${max}: ${t}` } : n;
+  };
 const bool: Parser<boolean> = (t) => {
   const v = t.trim().toLowerCase();
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
@@ -205,8 +212,8 @@ export const SCHEMA = {
   caRecheckSeconds: {
     env: 'CERTDESK_CA_RECHECK_SECONDS',
     default: '60',
-    parse: nonNegativeInt,
-    doc: 'How often each process compares the CA hierarchy it has loaded with the database (0 = never). A CA certificate created or distrusted by another process is loaded as soon as its news arrive, and within this time when they were lost.',
+    parse: wholeUpTo(86_400),
+    doc: 'How often each process compares the CA hierarchy it has loaded with the database (0 = never; at most 86400). A CA certificate created or distrusted by another process is loaded as soon as its news arrive, and within this time when they were lost.',
   },
   rateLimit: {
     env: 'CERTDESK_RATE_LIMIT',

@@ -305,7 +305,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
         : localBroadcast();
   principals.connect(broadcast);
   ocspAnswers.connect(broadcast);
-  ca.connect(broadcast, config.caRecheckSeconds);
+  ca.connect(broadcast, config.caRecheckSeconds, (err) =>
+    options.logger?.warn({ err }, 'loading the CA hierarchy again failed; the one loaded before stays in use'),
+  );
 
   const close = async () => {
     await ca.flush();

@@ -5,6 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { checkCsr } from '../src/ca/index.js';
 import { loadConfig } from '../src/config/index.js';
@@ -86,6 +87,48 @@ describe.skipIf(PG === undefined || PG === '')('a changed CA hierarchy reaches e
       });
     } finally {
       await c.close();
+    }
+  });
+
+  it('fail/a stored hierarchy that cannot be loaded is logged, and the one loaded before stays in use', async () => {
+    const warnings: { msg: string; err?: { message?: string } }[] = [];
+    const logger = pino(
+      { level: 'warn' },
+      { write: (line: string) => void warnings.push(JSON.parse(line) as (typeof warnings)[number]) },
+    );
+    const c = await createServices(loadConfig({ ...env, CERTDESK_CA_RECHECK_SECONDS: '1' }), { logger });
+    try {
+      const before = c.ca.list().map((info) => info.id);
+      // A CA certificate whose key this process's key file does not open (sealed under another,
+      // as after a key file mix-up in one of the deployment's processes).
+      const row = await a.db.kysely
+        .selectFrom('ca_certificates')
+        .selectAll()
+        .where('id', '=', 'trustpoint-rsa-int-1')
+        .executeTakeFirstOrThrow();
+      const key = await a.db.kysely
+        .selectFrom('ca_keys')
+        .selectAll()
+        .where('id', '=', row.key_id)
+        .executeTakeFirstOrThrow();
+      await a.db.kysely
+        .insertInto('ca_keys')
+        .values({ ...key, id: 'foreign-key' })
+        .execute();
+      await a.db.kysely
+        .insertInto('ca_certificates')
+        .values({ ...row, id: 'trustpoint-rsa-int-foreign', key_id: 'foreign-key', generation: 99 })
+        .execute();
+      await vi.waitFor(() => expect(warnings.some((w) => /CA hierarchy again failed/.test(w.msg))).toBe(true), {
+        timeout: 15_000,
+        interval: 100,
+      });
+      expect(warnings.find((w) => /CA hierarchy again failed/.test(w.msg))?.err?.message).toMatch(/foreign-key/);
+      expect(c.ca.list().map((info) => info.id)).toEqual(before);
+    } finally {
+      await c.close();
+      await a.db.kysely.deleteFrom('ca_certificates').where('id', '=', 'trustpoint-rsa-int-foreign').execute();
+      await a.db.kysely.deleteFrom('ca_keys').where('id', '=', 'foreign-key').execute();
     }
   });
 });

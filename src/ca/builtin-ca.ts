@@ -124,14 +124,15 @@ export class BuiltinCa implements IssuerWithCapabilities {
    * `unauthorized`, until it is restarted. A load that fails keeps what was loaded before.
    * News can be lost (the announcing process killed after its commit, a cut broadcast, a command
    * announcing where nobody listens): every `recheckSeconds` (0: never) the stored hierarchy is
-   * compared with the loaded one, and loaded again when it differs.
+   * compared with the loaded one, and loaded again when it differs. A load that fails (a key file
+   * that no longer opens the keys, the database away) goes to `onError` and is tried again then.
    */
-  connect(broadcast: CacheBroadcast, recheckSeconds = 0): void {
+  connect(broadcast: CacheBroadcast, recheckSeconds = 0, onError: (err: Error) => void = () => undefined): void {
     this.news = broadcast;
-    broadcast.subscribe(HIERARCHY_TOPIC, () => void this.load().catch(() => undefined));
+    broadcast.subscribe(HIERARCHY_TOPIC, () => void this.load().catch(onError));
     clearInterval(this.recheck);
     if (recheckSeconds > 0) {
-      this.recheck = setInterval(() => void this.loadIfChanged().catch(() => undefined), recheckSeconds * 1000);
+      this.recheck = setInterval(() => void this.loadIfChanged().catch(onError), recheckSeconds * 1000);
       this.recheck.unref();
     }
   }

@@ -59,6 +59,7 @@ import {
   redisHeartbeat,
   repositories,
   unitOfWork,
+  type Broadcast,
   type Db,
   OperatorsRepo,
 } from './storage/index.js';
@@ -297,12 +298,22 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // again: after two unanswered in a row, since this client's commands time out after a second and
   // a Redis busy for a second or two (a fork for a snapshot) is not a dead path.
   const stopRedisHeartbeat = redis === undefined ? undefined : redisHeartbeat(redis, onRedisError, { misses: 2 });
-  const broadcast =
-    redis !== undefined
-      ? await redisBroadcast(redis, `${config.redisPrefix}:broadcast`, { onError: onRedisError })
-      : db.dialect === 'postgres' && db.url !== undefined
-        ? await postgresBroadcast(db, db.url, { onError: onConnectionError })
-        : localBroadcast();
+  let broadcast: Broadcast;
+  try {
+    broadcast =
+      redis !== undefined
+        ? await redisBroadcast(redis, `${config.redisPrefix}:broadcast`, { onError: onRedisError })
+        : db.dialect === 'postgres' && db.url !== undefined
+          ? await postgresBroadcast(db, db.url, { onError: onConnectionError })
+          : localBroadcast();
+  } catch (err) {
+    // A start that fails here leaves nothing open behind it: the Redis connection and its
+    // heartbeat, the database opened here.
+    stopRedisHeartbeat?.();
+    redis?.disconnect();
+    if (options.db === undefined) await db.close();
+    throw err;
+  }
   principals.connect(broadcast);
   ocspAnswers.connect(broadcast);
   ca.connect(broadcast, config.caRecheckSeconds, (err) =>

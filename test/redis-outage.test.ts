@@ -6,8 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteFile } from './support/databases.js';
+import { loadConfig } from '../src/config/index.js';
+import { createServices } from '../src/main.js';
 import { redisBroadcast } from '../src/storage/index.js';
 import { createTestContext, type TestContext } from './support/app.js';
+import { sleep } from './support/processes.js';
 import { startTcpRelay } from './support/tcp-relay.js';
 
 const REDIS = process.env.CERTDESK_TEST_REDIS_URL;
@@ -173,4 +176,30 @@ describe.skipIf(REDIS === undefined || REDIS === '')('Redis going away while the
       await tcp.close();
     }
   }, 120_000);
+
+  it('fail/a Redis that accepts connections and answers nothing at the start: the start fails and leaves no connection open', async () => {
+    const tcp = await startTcpRelay(new URL(REDIS!), 6379);
+    tcp.blackholeNew = true;
+    const dialect = sqliteFile();
+    const db = await dialect.open();
+    try {
+      const config = loadConfig({
+        CERTDESK_REDIS_URL: `redis://${tcp.host}`,
+        CERTDESK_REDIS_PREFIX: `outage-${randomBytes(4).toString('hex')}`,
+        CERTDESK_DATA_DIR: '/nonexistent-test-data',
+        CERTDESK_DNS_SERVERS: '127.0.0.1:9',
+      });
+      await expect(createServices(config, { db })).rejects.toThrow(/subscribing to the Redis broadcast/);
+      expect(tcp.connections.length).toBeGreaterThan(0);
+      // The commands' connection and the subscriber's, both closed by the failed start, and not
+      // opened again (a client left behind reconnects for good).
+      await expect.poll(() => tcp.connections.filter((c) => c.open).length, { timeout: BOUND_MS }).toBe(0);
+      const made = tcp.connections.length;
+      await sleep(5_000);
+      expect(tcp.connections.length).toBe(made);
+    } finally {
+      await db.close();
+      await tcp.close();
+    }
+  }, 60_000);
 });

@@ -26,6 +26,7 @@ import { certsOnlyPkcs7 } from './pkcs7.js';
 import { profileFor } from './profiles.js';
 import { subjectOf } from './x509.js';
 import { hierarchySpecs, type BrandHierarchy } from './hierarchy.js';
+import { HierarchyWatch } from './hierarchy-watch.js';
 import { LeafSigner } from './leaf-signing.js';
 import {
   type ChainInfo,
@@ -37,7 +38,6 @@ import {
 } from './issuer.js';
 
 /** The broadcast topic of a changed CA hierarchy. */
-const HIERARCHY_TOPIC = 'ca-hierarchy';
 
 export interface BuiltinCaOptions {
   readonly repo: CaRepo;
@@ -73,12 +73,8 @@ export class BuiltinCa implements IssuerWithCapabilities {
   private issuingKey: IssuingKeyLookup = () => undefined;
   /** Signs and records leaves (`leaf-signing.ts`). */
   private readonly signer: LeafSigner;
-  /** The deployment's broadcast (`connect`): news of a changed hierarchy. */
-  private news: CacheBroadcast | undefined;
-  /** The timer of `connect`'s comparisons with the stored hierarchy. */
-  private recheck: NodeJS.Timeout | undefined;
-  /** The last load begun (`load`). */
-  private loading: Promise<void> = Promise.resolve();
+  /** Loads, hears of changes, rechecks (`hierarchy-watch.ts`). */
+  private readonly watch: HierarchyWatch;
 
   constructor(private readonly o: BuiltinCaOptions) {
     this.signer = new LeafSigner({
@@ -89,17 +85,16 @@ export class BuiltinCa implements IssuerWithCapabilities {
       caLinks: (c) => this.caLinks(c),
       refreshCrl: (keyId) => this.refreshCrl(keyId),
     });
+    this.watch = new HierarchyWatch({
+      loadNow: () => this.loadNow(),
+      loaded: () => this.certs,
+      stored: () => o.repo.caCertificateStates(),
+    });
   }
 
-  /**
-   * Opens the keys and CA certificates in the database. Throws KeyFileError on a wrong key file.
-   * Loads run one after another (a broadcast's, a recheck's, this process's own change): the last
-   * begun is the last applied, so an older read never replaces a newer one.
-   */
+  /** Opens the keys and CA certificates in the database (one load at a time). Throws KeyFileError on a wrong key file. */
   load(): Promise<void> {
-    const next = this.loading.catch(() => undefined).then(() => this.loadNow());
-    this.loading = next;
-    return next;
+    return this.watch.load();
   }
 
   private async loadNow(): Promise<void> {
@@ -117,42 +112,9 @@ export class BuiltinCa implements IssuerWithCapabilities {
     this.issuingKey = ocspIssuerIndex([...certs.values()].filter((c) => c.row.parent_id !== null));
   }
 
-  /**
-   * Hears the other processes' changes of the hierarchy (a CA certificate created, one distrusted)
-   * and tells them of this one's: each process then loads the keys and CA certificates again, so
-   * none goes on issuing under a distrusted intermediate, or answering OCSP for a new one's leaves
-   * `unauthorized`, until it is restarted. A load that fails keeps what was loaded before.
-   * News can be lost (the announcing process killed after its commit, a cut broadcast, a command
-   * announcing where nobody listens): every `recheckSeconds` (0: never) the stored hierarchy is
-   * compared with the loaded one, and loaded again when it differs. A load that fails (a key file
-   * that no longer opens the keys, the database away) goes to `onError` and is tried again then.
-   */
-  connect(broadcast: CacheBroadcast, recheckSeconds = 0, onError: (err: Error) => void = () => undefined): void {
-    this.news = broadcast;
-    broadcast.subscribe(HIERARCHY_TOPIC, () => void this.load().catch(onError));
-    clearInterval(this.recheck);
-    if (recheckSeconds > 0) {
-      this.recheck = setInterval(() => void this.loadIfChanged().catch(onError), recheckSeconds * 1000);
-      this.recheck.unref();
-    }
-  }
-
-  /** Loads the hierarchy again when a CA certificate was added, removed or distrusted since it was loaded. */
-  private async loadIfChanged(): Promise<void> {
-    const stored = await this.o.repo.caCertificateStates();
-    const same =
-      stored.length === this.certs.size &&
-      stored.every((s) => {
-        const loaded = this.certs.get(s.id)?.row;
-        return loaded?.distrust_phase1 === s.distrust_phase1 && loaded.distrust_phase2 === s.distrust_phase2;
-      });
-    if (!same) await this.load();
-  }
-
-  /** Loads the hierarchy as it now is, and has every other process load it too. */
-  private async reloadEverywhere(): Promise<void> {
-    await this.load();
-    await this.news?.publish(HIERARCHY_TOPIC);
+  /** Hears the other processes' changes of the hierarchy and tells them of this one's (`HierarchyWatch.connect`). */
+  connect(broadcast: CacheBroadcast, recheckSeconds = 0, onError?: (err: Error) => void): void {
+    this.watch.connect(broadcast, recheckSeconds, onError);
   }
 
   /** True when every brand has a certificate of every role of its hierarchy (trusted or not): the CA can issue on every chain. */
@@ -234,7 +196,7 @@ export class BuiltinCa implements IssuerWithCapabilities {
       options.log?.(`created ${id}`);
       created.push(id);
     }
-    if (created.length > 0) await this.reloadEverywhere();
+    if (created.length > 0) await this.watch.loadEverywhere();
     else await this.load();
     return created;
   }
@@ -407,7 +369,7 @@ export class BuiltinCa implements IssuerWithCapabilities {
         details: { phase1, phase2 },
       },
     ]);
-    await this.reloadEverywhere();
+    await this.watch.loadEverywhere();
   }
 
   /** CA certificate ids marked distrusted, with their phase dates: one Map until they change. Do not modify it. */
@@ -423,7 +385,7 @@ export class BuiltinCa implements IssuerWithCapabilities {
 
   /** Stops comparing with the stored hierarchy, and waits for pending audit and certificate writes (shutdown). */
   async flush(): Promise<void> {
-    clearInterval(this.recheck);
+    this.watch.stop();
     await this.signer.flush();
   }
 }

@@ -144,3 +144,6 @@ export interface OrderName {
   readonly lastCheckedAt: number | null;
   readonly lastProblem: string | null;
 }
+
+/** A name's state as an order's view shows it: everything but its row id. */
+export type OrderNameState = Omit<OrderName, 'id'>;

@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import { insertRows, type Db } from './database.js';
+import { insertRows, rowsInsert, writeLater, type Db } from './database.js';
 import type { CaCertificatesTable, CaKeysTable, CertificatesTable } from './schema.js';
 
 export type CaKeyRow = Selectable<CaKeysTable>;
@@ -166,9 +166,12 @@ export class CaRepo {
       .map((i) => i.leaf.order_id!);
     const held = await this.lockIssuanceClaims(fenced);
     const lost = items.map((i) => i.claim !== undefined && held.get(i.leaf.order_id ?? -1) !== i.claim);
-    await this.insertLeaves(
-      items.map((i, k) => (lost[k] ? { ...i.leaf, revoked_at: revokedAt, revocation_reason: SUPERSEDED } : i.leaf)),
+    const rows = items.map((i, k) =>
+      lost[k] ? { ...i.leaf, revoked_at: revokedAt, revocation_reason: SUPERSEDED } : i.leaf,
     );
+    // Read back by nobody in the transaction: on PostgreSQL it goes with the commit (`writeLater`).
+    if (rows.length > 0)
+      await writeLater(this.db, 'certificates', rowsInsert(this.db, 'certificates', LEAF_COLUMNS, rows));
     return lost;
   }
 

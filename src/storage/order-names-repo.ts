@@ -1,5 +1,5 @@
-import type { OrderId, OrderName, OrderNameId } from '../core/index.js';
-import { fixedQuery, type Db } from './database.js';
+import type { OrderId, OrderName, OrderNameId, OrderNameState } from '../core/index.js';
+import { fixedQuery, writeLater, type Db } from './database.js';
 import { newNameRow, toOrderName, type NewOrderName } from './order-model.js';
 
 /**
@@ -14,17 +14,25 @@ const namesOfOrder = fixedQuery((k, orderId: OrderId) =>
 export class OrderNamesRepo {
   constructor(private readonly db: Db) {}
 
-  /** Stores the names of a new order, the common name first. */
-  /** Stores the names of an order; returns them as stored, in the order given. */
-  async insertNames(orderId: OrderId, names: readonly NewOrderName[]): Promise<OrderName[]> {
+  /**
+   * Stores the names of an order, the common name first; returns them as stored, in the order
+   * given. Nothing is read back (their ids grow in the order given): in a PostgreSQL transaction
+   * the insert goes to the server with the transaction's next statement or its commit (`writeLater`).
+   */
+  async insertNames(orderId: OrderId, names: readonly NewOrderName[]): Promise<OrderNameState[]> {
     if (names.length === 0) return [];
-    const rows = await this.db.kysely
-      .insertInto('order_names')
-      .values(names.map((n) => newNameRow(orderId, n)))
-      .returningAll()
-      .execute();
-    // Ids grow in the order of the VALUES list; RETURNING's own order is not promised by PostgreSQL.
-    return rows.sort((a, b) => a.id - b.id).map(toOrderName);
+    const rows = names.map((n) => newNameRow(orderId, n));
+    await writeLater(this.db, 'order_names', this.db.kysely.insertInto('order_names').values(rows).compile());
+    return names.map((n) => ({
+      orderId,
+      name: n.name,
+      method: n.method,
+      status: n.status,
+      approverEmail: n.approverEmail,
+      validatedAt: n.validatedAt ?? null,
+      lastCheckedAt: n.lastCheckedAt ?? null,
+      lastProblem: null,
+    }));
   }
 
   /** The names of these orders, by order then as they were ordered (the common name first). */

@@ -10,7 +10,7 @@ import {
   type Order,
   type OrderDcvMethod,
   type OrderId,
-  type OrderName,
+  type OrderNameState,
 } from '../../core/index.js';
 import type {
   AuditRepo,
@@ -32,7 +32,7 @@ import type { CheckedOrder } from './order-rules.js';
 
 export interface PlacedOrder {
   readonly order: Order;
-  readonly names: OrderName[];
+  readonly names: readonly OrderNameState[];
   /** True when this was a retry of an order placed before (nothing new was stored or charged). */
   readonly replayed: boolean;
   readonly dns?: DnsAuthDetails;
@@ -219,7 +219,7 @@ export class OrderPlacement {
   private async afterCommit(
     checked: CheckedOrder,
     order: NewOrder,
-    stored: { order: Order; names: OrderName[] },
+    stored: { order: Order; names: readonly OrderNameState[] },
     dcv: { dns: DnsAuthDetails; file: FileAuthDetails },
   ): Promise<PlacedOrder> {
     const { method } = checked;
@@ -247,7 +247,7 @@ export class OrderPlacement {
   /** A stored order as it is now; as it was stored when it cannot be read (the database is gone). */
   private async asStored(
     customerId: CustomerId,
-    stored: { order: Order; names: OrderName[] },
+    stored: { order: Order; names: readonly OrderNameState[] },
     method: OrderDcvMethod,
     dcv: { dns: DnsAuthDetails; file: FileAuthDetails },
   ): Promise<PlacedOrder> {

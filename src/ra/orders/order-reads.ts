@@ -4,7 +4,7 @@ import {
   readCsr,
   type Clock,
   type Order,
-  type OrderName,
+  type OrderNameState,
   type Principal,
 } from '../../core/index.js';
 import type {
@@ -34,7 +34,7 @@ export interface OrderCertificate {
 export interface OrderView {
   /** The order; a COMPLETE one past its EndDate shows EXPIRED. */
   readonly order: Order;
-  readonly names: OrderName[];
+  readonly names: readonly OrderNameState[];
   /** The names DNS (or FILE) validation covers when the order is validated so: FILE never covers a wildcard. */
   readonly dnsFqdns?: readonly string[];
   readonly fileFqdns?: readonly string[];
@@ -187,13 +187,13 @@ export class OrderReads {
    * inline), from what that issuance holds, with its Fulfillment: the order as completed, its names
    * as stored, and the certificate as signed. A new order has no configuration scan yet.
    */
-  issuedView(order: Order, names: OrderName[], certificate: IssuedCertificate): OrderView {
+  issuedView(order: Order, names: readonly OrderNameState[], certificate: IssuedCertificate): OrderView {
     return this.view(order, names, undefined, certificate, certificate);
   }
 
   private view(
     stored: Order,
-    names: OrderName[],
+    names: readonly OrderNameState[],
     scan: { createdAt: number; engine: string; criteriaVersion: string; grade: string | null } | undefined,
     latest: { notBefore: number; notAfter: number; chainIds: readonly string[] } | undefined,
     full: OrderCertificate | undefined,

@@ -87,6 +87,26 @@ describe.each(testDialects())('CA first start on $dialect', (dialect) => {
     expectConsistent(next.ca);
   });
 
+  it("race/loads of the hierarchy arriving while init creates it (another process's news, a recheck) lose nothing it made", async () => {
+    const services = await processOn(await database(), keyFile());
+    const loads: Promise<void>[] = [];
+    // Each step of init hears of a change made elsewhere: a load begins at that very moment.
+    const created = await services.ca.init({
+      keyPairs: testCaKeys(),
+      log: () => loads.push(services.ca.load()),
+    });
+    await Promise.all(loads);
+    expect(loads.length).toBeGreaterThan(created.length);
+    expect(services.ca.isInitialized()).toBe(true);
+    expect(
+      services.ca
+        .list()
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual([...created].sort());
+    expectConsistent(services.ca);
+  });
+
   it('ok/two processes creating the hierarchy at once, with different keys, end with one consistent hierarchy that both issue from', async () => {
     const db = await database();
     const file = keyFile();

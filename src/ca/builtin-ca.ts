@@ -37,7 +37,8 @@ import {
   type RevokeOptions,
 } from './issuer.js';
 
-/** The broadcast topic of a changed CA hierarchy. */
+/** What `init` is given: the plan's key sizes, a progress log, keys made ahead, how many keys are made at once. */
+type InitOptions = PlanOptions & { log?: (line: string) => void; keyPairs?: KeyPairSource; parallel?: number };
 
 export interface BuiltinCaOptions {
   readonly repo: CaRepo;
@@ -133,12 +134,20 @@ export class BuiltinCa implements IssuerWithCapabilities {
    *   loop), each stored as soon as it exists; `keyPairs` may hand out keys made earlier.
    * - Step 3: sign and store the certificates, parents first.
    * Another process initializing the same database at the same moment is tolerated: a key or a
-   * certificate it stored first under the same id is adopted instead of ours. Throws on a storage
-   * failure (what was stored stays, and the next call goes on from there).
+   * certificate it stored first under the same id is adopted instead of ours. Loads of the
+   * hierarchy (another process's news, the recheck) wait while the steps run: none can put back a
+   * hierarchy read before a key or certificate they stored. Throws on a storage failure (what was
+   * stored stays, and the next call goes on from there).
    */
-  async init(
-    options: PlanOptions & { log?: (line: string) => void; keyPairs?: KeyPairSource; parallel?: number } = {},
-  ): Promise<string[]> {
+  async init(options: InitOptions = {}): Promise<string[]> {
+    const created = await this.watch.between(() => this.create(options));
+    if (created.length > 0) await this.watch.loadEverywhere();
+    else await this.load();
+    return created;
+  }
+
+  /** `init`'s steps, between loads of the hierarchy. */
+  private async create(options: InitOptions): Promise<string[]> {
     const created: string[] = [];
     const now = this.o.clock.nowSeconds();
     // Step 1: the plan.
@@ -176,7 +185,7 @@ export class BuiltinCa implements IssuerWithCapabilities {
       } catch (e) {
         // Another process created this certificate first (for the same key): go on with theirs.
         if (!isUniqueViolation(e)) throw e;
-        await this.load();
+        await this.loadNow();
         if (!this.certs.has(id)) throw e;
         continue;
       }
@@ -196,8 +205,6 @@ export class BuiltinCa implements IssuerWithCapabilities {
       options.log?.(`created ${id}`);
       created.push(id);
     }
-    if (created.length > 0) await this.watch.loadEverywhere();
-    else await this.load();
     return created;
   }
 

@@ -32,8 +32,20 @@ export class HierarchyWatch {
    * own change): the last begun is the last applied, so an older read never replaces a newer one.
    */
   load(): Promise<void> {
-    const next = this.loading.catch(() => undefined).then(() => this.o.loadNow());
-    this.loading = next;
+    return this.between(() => this.o.loadNow());
+  }
+
+  /**
+   * Runs `change`, this process's own change of the hierarchy (`init` adding keys and CA
+   * certificates to what is loaded), between loads: none begins while it runs, so none can put
+   * back a hierarchy read before a key or certificate it stored was there.
+   */
+  between<T>(change: () => Promise<T>): Promise<T> {
+    const next = this.loading.then(change);
+    this.loading = next.then(
+      () => undefined,
+      () => undefined,
+    );
     return next;
   }
 

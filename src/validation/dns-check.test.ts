@@ -140,8 +140,8 @@ describe('lookupsOnce', () => {
       expect(txt.map((r) => r.ok)).toEqual([true, true]);
       for (const name of ['www.shop.example.com', 'shop.example.com'])
         expect(await checkCaa(once, name, US)).toEqual({ permitted: true, relevant: 'shop.example.com' });
-      // TXT at the name and at _dnsauth.<name>; CAA at www.shop.example.com, then shop.example.com.
-      expect(dns.answered() - before).toBe(4);
+      // TXT at the name (it matches: _dnsauth.<name> is not asked); CAA at www.shop.example.com, then shop.example.com.
+      expect(dns.answered() - before).toBe(3);
       // Nothing is kept beyond the one order: the next one asks again and sees a changed record.
       dns.set('shop.example.com', [{ type: 'CAA', flags: 0, tag: 'issue', value: 'other.example' }]);
       expect(await checkCaa(lookupsOnce(resolver), 'shop.example.com', US)).toMatchObject({ permitted: false });
@@ -203,6 +203,28 @@ describe('checkDnsTxt', () => {
     },
     TIMEOUT,
   );
+
+  it('ok/the name unanswered, the token at _dnsauth.<name>: proven; the other way round: asked again later', async () => {
+    const asked: string[] = [];
+    const lookups = (answers: Record<string, string[] | 'timeout'>) => ({
+      txt: async (n: string) => {
+        asked.push(n);
+        const a = answers[n];
+        if (a === 'timeout') throw new DnsLookupError('ETIMEOUT', 'TXT', n);
+        return a ?? [];
+      },
+      cname: async () => null,
+      caa: async () => [],
+      addresses: async () => [],
+    });
+    expect(
+      await checkDnsTxt(lookups({ 'x.example': 'timeout', '_dnsauth.x.example': [TOKEN] }), 'x.example', TOKEN),
+    ).toEqual({ ok: true, via: '_dnsauth.x.example' });
+    expect(
+      await checkDnsTxt(lookups({ 'x.example': ['other'], '_dnsauth.x.example': 'timeout' }), 'x.example', TOKEN),
+    ).toMatchObject({ ok: false, transient: true });
+    expect(asked).toEqual(['x.example', '_dnsauth.x.example', 'x.example', '_dnsauth.x.example']);
+  });
 
   it(
     'ok/long TXT (> 255 bytes) split over strings',

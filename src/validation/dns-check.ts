@@ -146,7 +146,8 @@ export type DnsCheckResult =
 /**
  * Token style (DESIGN §5.6): a TXT record equal to `expected` (trimmed, case-sensitive) at `name`,
  * or at `_dnsauth.<name>`. `name` is already mapped by the caller (leading www./*. dropped).
- * `via` is the name whose record matched.
+ * `via` is the name whose record matched. `_dnsauth.<name>` is asked only when `name` holds no
+ * match: most proofs sit at the name, and one question is all they cost.
  */
 export async function checkDnsTxt(resolver: DnsLookups, name: string, expected: string): Promise<DnsCheckResult> {
   const host = normalizeName(name);
@@ -154,17 +155,19 @@ export async function checkDnsTxt(resolver: DnsLookups, name: string, expected: 
   // An empty token would match an empty TXT record: never a proof of control.
   if (wanted === '') return { ok: false, problem: 'There is no expected TXT value to compare with.', transient: false };
   const names = [host, `_dnsauth.${host}`];
-  const lookups = await Promise.allSettled(names.map((n) => resolver.txt(n)));
   const found: string[] = [];
   let unanswered: DnsLookupError | undefined;
-  for (const [i, lookup] of lookups.entries()) {
-    if (lookup.status === 'rejected') {
-      if (!(lookup.reason instanceof DnsLookupError)) throw lookup.reason;
-      unanswered ??= lookup.reason;
+  for (const at of names) {
+    let values: string[];
+    try {
+      values = await resolver.txt(at);
+    } catch (e) {
+      if (!(e instanceof DnsLookupError)) throw e;
+      unanswered ??= e;
       continue;
     }
-    if (lookup.value.some((v) => v.trim() === wanted)) return { ok: true, via: names[i] ?? host };
-    found.push(...lookup.value);
+    if (values.some((v) => v.trim() === wanted)) return { ok: true, via: at };
+    found.push(...values);
   }
   // One name unanswered: the token may be there, so this is a retry, not a failure.
   if (unanswered !== undefined) return { ok: false, problem: unanswered.message, transient: true };

@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import { insertRows, rowsInsert, writeLater, type Db } from './database.js';
+import { rowsInsert, writeLater, type Db } from './database.js';
 import type { CaCertificatesTable, CaKeysTable, CertificatesTable } from './schema.js';
 
 export type CaKeyRow = Selectable<CaKeysTable>;
@@ -9,7 +9,7 @@ const SUPERSEDED = 4;
 
 export type NewLeaf = Omit<Insertable<CertificatesTable>, 'id' | 'revoked_at' | 'revocation_reason'>;
 
-/** Every column of a leaf's row but its id (insertLeaves names them all: what a row lacks is NULL). */
+/** Every column of a leaf's row but its id (recordLeavesUnderClaims names them all: what a row lacks is NULL). */
 const LEAF_COLUMNS = [
   'order_id',
   'customer_id',
@@ -173,13 +173,6 @@ export class CaRepo {
     if (rows.length > 0)
       await writeLater(this.db, 'certificates', rowsInsert(this.db, 'certificates', LEAF_COLUMNS, rows));
     return lost;
-  }
-
-  /** Records signed leaves; a row may come revoked already (one signed under a claim it had lost). */
-  async insertLeaves(
-    rows: readonly (NewLeaf & { revoked_at?: number | null; revocation_reason?: number | null })[],
-  ): Promise<void> {
-    await insertRows(this.db, 'certificates', LEAF_COLUMNS, rows);
   }
 
   async leaf(keyId: string, serial: string): Promise<LeafStatus | undefined> {

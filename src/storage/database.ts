@@ -284,20 +284,11 @@ export function fixedQuery<A extends readonly unknown[], R>(
 }
 
 /**
- * Many rows into `table` in one statement, the columns named once: a column a row lacks is NULL.
- * For batches on hot paths (the CA's certificates and audit events): Kysely's builder parses
- * every value of a multi-row INSERT, about a tenth of recording a signed certificate (profiled).
+ * Many rows into `table` in one statement (at least one row), the columns named once: a column a
+ * row lacks is NULL. For batches on hot paths (the CA's certificates and audit events): Kysely's
+ * builder parses every value of a multi-row INSERT, about a tenth of recording a signed
+ * certificate (profiled).
  */
-export async function insertRows<T extends keyof DB & string>(
-  db: Db,
-  table: T,
-  columns: readonly (keyof DB[T] & string)[],
-  rows: readonly Partial<Record<keyof DB[T] & string, unknown>>[],
-): Promise<void> {
-  if (rows.length > 0) await db.kysely.executeQuery(rowsInsert(db, table, columns, rows));
-}
-
-/** The statement of `insertRows` (at least one row). */
 export function rowsInsert<T extends keyof DB & string>(
   db: Db,
   table: T,

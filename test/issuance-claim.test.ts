@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { IssuanceClaimLost, type Issuer } from '../src/ca/index.js';
@@ -13,6 +14,7 @@ import { ISSUANCE_CLAIM_SECONDS, OrderFlow } from '../src/ra/issuance/order-flow
 import { Reconciliation } from '../src/ra/issuance/reconciliation.js';
 import {
   AuditRepo,
+  CaRepo,
   JobsRepo,
   MailRepo,
   OrderCertificatesRepo,
@@ -297,7 +299,42 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
     },
     30_000,
   );
-  if (dialect.dialect === 'sqlite') console.warn('the reissue boundary race is not run on SQLite: one connection');
+  if (dialect.dialect === 'sqlite')
+    console.warn('the reissue boundary race and the claim lock race are not run on SQLite: one connection');
+
+  it.runIf(dialect.dialect === 'postgres')(
+    'race/the claims the CA checked stay held until its certificates are recorded: a takeover waits for that commit',
+    async () => {
+      const order = await waitingForIssuance();
+      const now = t.clock.nowSeconds();
+      const holding = `${holderHost}:${process.pid}:recording/1`;
+      expect(await orders.claimIssuance(order.id, 'PENDING', holding, now, now + 60)).toBe(true);
+      let locked!: (pid: number) => void;
+      const lockedBy = new Promise<number>((resolve) => (locked = resolve));
+      let record!: () => void;
+      const recorded = new Promise<void>((resolve) => (record = resolve));
+      // The CA's recording transaction, paused between its check of the claims and its commit.
+      const recording = inTransaction(db, async (tx) => {
+        const held = await new CaRepo(tx).lockIssuanceClaims([order.id]);
+        locked((await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(tx.kysely)).rows[0]!.pid);
+        await recorded;
+        return held;
+      });
+      try {
+        const pid = await lockedBy;
+        const takeover = orders.takeOverIssuance(order.id, holding, `${holding}-taken`, now + 60);
+        await waitUntilBlockedBy(db, pid);
+        record();
+        expect((await recording).get(order.id)).toBe(holding);
+        expect(await takeover).toBe(true);
+        await orders.releaseIssuance(order.id, `${holding}-taken`);
+      } finally {
+        record();
+        await recording.catch(() => undefined);
+      }
+    },
+    45_000,
+  );
 
   it('fail/a holder that stalled past its claim: its certificate is recorded revoked, it delivers nothing, the CRL lists it at once', async () => {
     const order = await waitingForIssuance();

@@ -13,6 +13,7 @@ import { createServices } from '../src/main.js';
 import { CaRepo } from '../src/storage/index.js';
 import { createTestContext, type TestContext } from './support/app.js';
 import { testDialects, waitUntilBlockedBy } from './support/databases.js';
+import { ocspAsOf, verifyAsOf } from './support/openssl-checks.js';
 import { allowCrlWrites, refuseCrlWrites } from './support/refusals.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'certdesk-ca-'));
@@ -95,6 +96,7 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
   const verify = (leaf: string, intermediate: string, root: string, extra: string[] = []) =>
     openssl([
       'verify',
+      ...verifyAsOf(t.clock.nowSeconds()),
       ...extra,
       '-CAfile',
       file('root.pem', root),
@@ -406,6 +408,7 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
         `${url}/ocsp`,
         '-CAfile',
         file('ocsp-root.pem', chain.root),
+        ...ocspAsOf(t.clock.nowSeconds()),
       ];
       const good = await opensslAsync(args);
       expect(good.out).toContain('Response verify OK');
@@ -631,6 +634,7 @@ describe.each(testDialects())('built-in CA on $dialect', (dialect) => {
             `${url}/ocsp`,
             '-CAfile',
             file('lag-root.pem', chain.root),
+            ...ocspAsOf(t.clock.nowSeconds()),
           ])
         ).out;
       // Answered once: the signed "good" is now held in memory.

@@ -8,7 +8,7 @@ import { testDialects } from './support/databases.js';
 import { newEcCsr, testCsr } from './support/csr.js';
 import type { TestDnsServer } from './support/dns-server.js';
 import { dnsOrderBody, issuingContext, type IssuingContext } from './support/issuing-context.js';
-import { ocspStatus as checkOcsp } from './support/openssl-checks.js';
+import { ocspStatus as checkOcsp, verifyAsOf } from './support/openssl-checks.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'lifecycle-'));
 const DAY = 86_400;
@@ -73,6 +73,7 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
       'openssl',
       [
         'verify',
+        ...verifyAsOf(t.clock.nowSeconds()),
         '-crl_check',
         '-CRLfile',
         join(dir, 'crl.pem'),
@@ -88,7 +89,7 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
   };
   /** openssl ocsp over the responder's answer for a certificate (the responder as the CA runs it). */
   const ocspStatus = (certificate: string, intermediate: string) =>
-    checkOcsp(t.services.ca, { certificate, intermediate });
+    checkOcsp(t.services.ca, { certificate, intermediate }, t.clock.nowSeconds());
   const at = async <T>(seconds: number, fn: () => Promise<T>): Promise<T> => {
     const saved = t.clock.nowSeconds();
     t.clock.set(saved + seconds);

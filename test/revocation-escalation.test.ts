@@ -107,7 +107,7 @@ describe.each(testDialects())('revocation reasons on $dialect', (dialect) => {
     return { date: entry?.[1]?.trim(), reason: entry?.[2]?.trim() };
   };
   /** The responder's answer for a certificate, verified by `openssl ocsp`. */
-  const ocsp = (o: { certificate: string; intermediate: string }) => ocspStatus(t.services.ca, o);
+  const ocsp = (o: { certificate: string; intermediate: string }) => ocspStatus(t.services.ca, o, t.clock.nowSeconds());
   const later = async <T>(seconds: number, fn: () => Promise<T>): Promise<T> => {
     const saved = t.clock.nowSeconds();
     t.clock.set(saved + seconds);

@@ -505,10 +505,14 @@ describe.each(testDialects())('vouchers on $dialect', (dialect) => {
       // The seller's reference is not shown to the redeemer.
       expect(body.OrderParameters.PartnerOrderID).toBeUndefined();
       expect(
-        verifyDelivered(ctx.t.services.ca, {
-          certificate: body.Fulfillment.Certificate,
-          intermediate: body.Fulfillment.Intermediate,
-        }),
+        verifyDelivered(
+          ctx.t.services.ca,
+          {
+            certificate: body.Fulfillment.Certificate,
+            intermediate: body.Fulfillment.Intermediate,
+          },
+          ctx.t.clock.nowSeconds(),
+        ),
       ).toMatch(/: OK/);
       // The owner's order, with the voucher's PartnerOrderID; the reservation became the charge.
       const mine = (await ordersOf(a)).find((o) => o.ServiceOrderID === body.ServiceOrderID);

@@ -5,6 +5,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BuiltinCa } from '../../src/ca/index.js';
 
+// Tests run the CA on a fixed clock (TEST_NOW, 2026-11-21), and openssl checks times against the
+// machine's: a CRL or OCSP answer signed then expires a week later by the machine's time. The
+// checks are made as of the test's clock instead.
+
+/** `openssl verify`'s options to check validity as of `seconds` (the test's clock) instead of now. */
+export const verifyAsOf = (seconds: number): string[] => ['-attime', String(seconds)];
+
+/**
+ * `openssl ocsp`'s options to accept an answer's own times as of `seconds`: `-attime` does not
+ * reach them, so the tolerance (openssl's default 5 minutes) grows by the distance to it.
+ */
+export const ocspAsOf = (seconds: number): string[] => [
+  '-validity_period',
+  String(Math.abs(Math.floor(Date.now() / 1000) - seconds) + 300),
+];
+
 /** One directory per test file: openssl names its files in its output, which tests compare. */
 const dir = mkdtempSync(join(tmpdir(), 'ocsp-'));
 
@@ -15,6 +31,7 @@ const dir = mkdtempSync(join(tmpdir(), 'ocsp-'));
 export async function ocspStatus(
   ca: Pick<BuiltinCa, 'chain' | 'ocsp'>,
   o: { certificate: string; intermediate: string },
+  asOf: number,
 ): Promise<string> {
   writeFileSync(join(dir, 'o-leaf.pem'), o.certificate);
   writeFileSync(join(dir, 'o-int.pem'), o.intermediate);
@@ -43,6 +60,7 @@ export async function ocspStatus(
       '-cert',
       join(dir, 'o-leaf.pem'),
       '-no_nonce',
+      ...ocspAsOf(asOf),
     ],
     { encoding: 'utf8' },
   );
@@ -53,13 +71,22 @@ export async function ocspStatus(
 export function verifyDelivered(
   ca: Pick<BuiltinCa, 'chain'>,
   o: { certificate: string; intermediate: string },
+  asOf: number,
 ): string {
   writeFileSync(join(dir, 'v-leaf.pem'), o.certificate);
   writeFileSync(join(dir, 'v-int.pem'), o.intermediate);
   writeFileSync(join(dir, 'v-root.pem'), ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root);
   const r = spawnSync(
     'openssl',
-    ['verify', '-CAfile', join(dir, 'v-root.pem'), '-untrusted', join(dir, 'v-int.pem'), join(dir, 'v-leaf.pem')],
+    [
+      'verify',
+      ...verifyAsOf(asOf),
+      '-CAfile',
+      join(dir, 'v-root.pem'),
+      '-untrusted',
+      join(dir, 'v-int.pem'),
+      join(dir, 'v-leaf.pem'),
+    ],
     { encoding: 'utf8' },
   );
   return `${r.stdout}${r.stderr}`;

@@ -134,7 +134,7 @@ describe.skipIf(!chromiumPresent())('the customer console in chromium', () => {
     };
     const certificate = await download('Certificate (PEM)');
     const intermediate = await download('Intermediate certificates (PEM)');
-    expect(verifyDelivered(t.services.ca, { certificate, intermediate })).toMatch(/: OK/);
+    expect(verifyDelivered(t.services.ca, { certificate, intermediate }, t.clock.nowSeconds())).toMatch(/: OK/);
     expect(await download('PKCS#7 bundle')).toContain('BEGIN PKCS7');
 
     // The order list finds it by a part of its name.
@@ -204,7 +204,7 @@ describe.skipIf(!chromiumPresent())('the customer console in chromium', () => {
     const chain = Buffer.from((await r.locator('#chain-link').getAttribute('href'))!.split(',')[1]!, 'base64').toString(
       'utf8',
     );
-    expect(verifyDelivered(t.services.ca, { certificate, intermediate: chain })).toMatch(/: OK/);
+    expect(verifyDelivered(t.services.ca, { certificate, intermediate: chain }, t.clock.nowSeconds())).toMatch(/: OK/);
     await stranger.close();
   });
 

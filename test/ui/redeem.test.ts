@@ -81,7 +81,7 @@ describe.skipIf(!chromiumPresent())('the voucher redemption page in chromium', (
     };
     const certificate = await downloaded('#cert-link');
     const intermediate = await downloaded('#chain-link');
-    expect(verifyDelivered(t.services.ca, { certificate, intermediate })).toMatch(/: OK/);
+    expect(verifyDelivered(t.services.ca, { certificate, intermediate }, t.clock.nowSeconds())).toMatch(/: OK/);
     expect(await downloaded('#key-link')).toContain('BEGIN PRIVATE KEY');
     // The order belongs to the seller.
     const orders = (await t.call(seller.token, { method: 'GET', url: '/rest/v1/Orders' })).json().OrderInfos;

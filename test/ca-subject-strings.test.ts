@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkCsr, type CheckedCsr, type OrganizationSubject } from '../src/ca/index.js';
 import { createTestContext, type TestContext } from './support/app.js';
 import { testDialects } from './support/databases.js';
+import { verifyAsOf } from './support/openssl-checks.js';
 
 // Text the built-in CA puts into subjects fits its ASN.1 string type, or the leaf is refused by
 // lint: never written malformed (a latin-1 byte or a truncated code point in a PrintableString).
@@ -86,6 +87,7 @@ describe.each(testDialects())('subject strings of the built-in CA on $dialect', 
     const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');
     const verify = openssl([
       'verify',
+      ...verifyAsOf(t.clock.nowSeconds()),
       '-CAfile',
       file('root.pem', chain.root),
       '-untrusted',

@@ -11,6 +11,7 @@ import type { Worker } from '../src/jobs/index.js';
 import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
 import { testDialects } from './support/databases.js';
 import { testCsr } from './support/csr.js';
+import { verifyAsOf } from './support/openssl-checks.js';
 import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
 import { startSmtpServer } from './support/smtp-server.js';
 
@@ -29,13 +30,21 @@ const orgContact = {
 const dir = mkdtempSync(join(tmpdir(), 'order-flow-'));
 
 /** openssl verify of a delivered certificate against the chain's root. */
-function verify(certificate: string, intermediate: string, root: string): string {
+function verify(certificate: string, intermediate: string, root: string, asOf: number): string {
   writeFileSync(join(dir, 'leaf.pem'), certificate);
   writeFileSync(join(dir, 'int.pem'), intermediate);
   writeFileSync(join(dir, 'root.pem'), root);
   const r = spawnSync(
     'openssl',
-    ['verify', '-CAfile', join(dir, 'root.pem'), '-untrusted', join(dir, 'int.pem'), join(dir, 'leaf.pem')],
+    [
+      'verify',
+      ...verifyAsOf(asOf),
+      '-CAfile',
+      join(dir, 'root.pem'),
+      '-untrusted',
+      join(dir, 'int.pem'),
+      join(dir, 'leaf.pem'),
+    ],
     { encoding: 'utf8' },
   );
   return `${r.stdout}${r.stderr}`;
@@ -141,7 +150,9 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     });
     expect(o.BillingInfo.Status).toBe('cleared');
     const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');
-    expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, chain.root)).toContain(': OK');
+    expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, chain.root, t.clock.nowSeconds())).toContain(
+      ': OK',
+    );
     expect(o.Fulfillment.Certificate_PKCS7).toMatch(/^-----BEGIN PKCS7-----/);
     const certs = await t.db.kysely
       .selectFrom('certificates')
@@ -185,7 +196,9 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
     const o = await info(placed.ServiceOrderID);
     expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
     const chain = t.services.ca.chain('Sectra', 'SHA256-FULL-CHAIN');
-    expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, chain.root)).toContain(': OK');
+    expect(verify(o.Fulfillment.Certificate, o.Fulfillment.Intermediate, chain.root, t.clock.nowSeconds())).toContain(
+      ': OK',
+    );
   });
 
   it('ok/DV by DNS with the TXT record at _dnsauth.<name> (when a CNAME blocks the name itself)', async () => {
@@ -240,6 +253,7 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
         w.Fulfillment.Certificate,
         w.Fulfillment.Intermediate,
         t.services.ca.chain('TrustPoint', 'SHA256-ECC-HYBRID').root,
+        t.clock.nowSeconds(),
       ),
     ).toContain(': OK');
     writeFileSync(join(dir, 'md.pem'), (await info(md.ServiceOrderID)).Fulfillment.Certificate);
@@ -411,6 +425,7 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
           o.Fulfillment.Certificate,
           o.Fulfillment.Intermediate,
           t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root,
+          t.clock.nowSeconds(),
         ),
       ).toContain(': OK');
     });
@@ -506,6 +521,7 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
           o.Fulfillment.Certificate,
           o.Fulfillment.Intermediate,
           t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root,
+          t.clock.nowSeconds(),
         ),
       ).toContain(': OK');
       // Clicking again changes nothing.
@@ -665,7 +681,9 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       const body = res.json();
       expect(body.Fulfillment.Certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
       const chain = t.services.ca.chain('TrustPoint', 'SHA256-FULL-CHAIN');
-      expect(verify(body.Fulfillment.Certificate, body.Fulfillment.Intermediate, chain.root)).toContain(': OK');
+      expect(
+        verify(body.Fulfillment.Certificate, body.Fulfillment.Intermediate, chain.root, t.clock.nowSeconds()),
+      ).toContain(': OK');
       expect((await info(body.ServiceOrderID)).OrderStatus).toMatchObject({
         MajorStatus: 'COMPLETE',
         MinorStatus: 'COMPLETED',

@@ -11,7 +11,7 @@ import type { Worker } from '../src/jobs/index.js';
 import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
 import { testDialects } from './support/databases.js';
 import { testCsr } from './support/csr.js';
-import { verifyAsOf } from './support/openssl-checks.js';
+import { verifyChain } from './support/openssl-checks.js';
 import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
 import { startSmtpServer } from './support/smtp-server.js';
 
@@ -29,26 +29,9 @@ const orgContact = {
 };
 const dir = mkdtempSync(join(tmpdir(), 'order-flow-'));
 
-/** openssl verify of a delivered certificate against the chain's root. */
-function verify(certificate: string, intermediate: string, root: string, asOf: number): string {
-  writeFileSync(join(dir, 'leaf.pem'), certificate);
-  writeFileSync(join(dir, 'int.pem'), intermediate);
-  writeFileSync(join(dir, 'root.pem'), root);
-  const r = spawnSync(
-    'openssl',
-    [
-      'verify',
-      ...verifyAsOf(asOf),
-      '-CAfile',
-      join(dir, 'root.pem'),
-      '-untrusted',
-      join(dir, 'int.pem'),
-      join(dir, 'leaf.pem'),
-    ],
-    { encoding: 'utf8' },
-  );
-  return `${r.stdout}${r.stderr}`;
-}
+/** openssl verify of a delivered certificate against the chain's root, as of `asOf`. */
+const verify = (certificate: string, intermediate: string, root: string, asOf: number): string =>
+  verifyChain({ certificate, intermediate }, root, asOf);
 
 describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on loopback)', (dialect) => {
   let t: TestContext;

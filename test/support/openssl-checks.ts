@@ -73,9 +73,14 @@ export function verifyDelivered(
   o: { certificate: string; intermediate: string },
   asOf: number,
 ): string {
+  return verifyChain(o, ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root, asOf);
+}
+
+/** `openssl verify` of a certificate and its intermediate against `root`, as of `asOf`: its output ("…: OK"). */
+export function verifyChain(o: { certificate: string; intermediate: string }, root: string, asOf: number): string {
   writeFileSync(join(dir, 'v-leaf.pem'), o.certificate);
   writeFileSync(join(dir, 'v-int.pem'), o.intermediate);
-  writeFileSync(join(dir, 'v-root.pem'), ca.chain('TrustPoint', 'SHA256-FULL-CHAIN').root);
+  writeFileSync(join(dir, 'v-root.pem'), root);
   const r = spawnSync(
     'openssl',
     [

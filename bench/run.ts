@@ -17,6 +17,7 @@ import { DISTURBED_PCT, formatTable, summarizeTarget, writeJson, type TargetSumm
 import { median, round } from './stats.js';
 import { TARGETS, benchDatabaseUrl, bodyOf, type Fixtures, type RequestSpec, type Target } from './targets.js';
 import { evaluateGoals, formatGoals } from './goals.js';
+import type { ChildFixtures } from './protocol.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS_FILE = join(BENCH_DIR, 'results.json');
@@ -49,6 +50,16 @@ function numberEnv(name: string, fallback: number, integer: boolean): number {
 
 function flagEnv(name: string): boolean {
   return ['1', 'true', 'yes'].includes((process.env[name] ?? '').trim().toLowerCase());
+}
+
+/**
+ * A child's fixtures as results.json keeps them: without its API client's secret, its sign-in
+ * password and its voucher codes. They belong to a throwaway instance, but they are secrets, and
+ * a committed file is no place for secrets.
+ */
+function withoutSecrets(f: ChildFixtures): Omit<ChildFixtures, 'client' | 'signIn' | 'voucherCodes'> {
+  const secret = new Set(['client', 'signIn', 'voucherCodes']);
+  return Object.fromEntries(Object.entries(f).filter(([key]) => !secret.has(key)));
 }
 
 /** Sets the CPU affinity of every thread of a process (Linux `taskset`). */
@@ -432,7 +443,7 @@ async function main(): Promise<number> {
     fixtures: Object.fromEntries(
       childrenStarted
         .filter((c) => c.fixtures.seeded !== undefined || c.fixtures.database === 'postgres')
-        .map((c) => [c.name, c.fixtures]),
+        .map((c) => [c.name, withoutSecrets(c.fixtures)]),
     ),
     ca,
   };

@@ -170,7 +170,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const mailRepo = repos.mail;
   const mailer = new Mailer({
     repo: mailRepo,
-    transact: (fn) => transact((r) => fn({ mail: r.mail, jobs: r.jobs })),
+    transact: (fn) => transact((r) => fn({ mail: r.mail })),
     jobs,
     clock,
     ...(options.logger === undefined ? {} : { logger: options.logger }),

@@ -72,7 +72,7 @@ function claimable(now: number) {
 }
 
 /** The row of a job queued now, due at `runAt`. */
-function queuedRow<N extends JobName>(job: Omit<NewJob<N>, 'takeKeyFrom'>, now: number) {
+export function queuedRow<N extends JobName>(job: Omit<NewJob<N>, 'takeKeyFrom'>, now: number) {
   return {
     name: job.name,
     payload: JSON.stringify(job.payload),

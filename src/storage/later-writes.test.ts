@@ -7,12 +7,27 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { scratchPostgresDatabase, testDialects } from '../../test/support/databases.js';
 import { inTransaction, openDatabase, writeLater, type Db } from './database.js';
-import { laterWritesStatement } from './pg-connection.js';
+import { MailRepo } from './mail-repo.js';
+import { migrateToLatest } from './migrate.js';
+import { heldStatements, laterWritesStatement } from './pg-connection.js';
 
 /** Test tables, not in the schema: writeLater only uses the name to keep one held write per table. */
 type Table = Parameters<typeof writeLater>[1];
 const A = 'later_a' as Table;
 const B = 'later_b' as Table;
+
+/** The test tables as Kysely sees them. */
+const k = (d: Db) => d.kysely as unknown as Kysely<Record<'later_a' | 'later_b', { id: number; label: string }>>;
+/** Holds an INSERT of (id, label) into `table` (writeLater). */
+const insert = (d: Db, table: Table, id: number, label: string) =>
+  writeLater(
+    d,
+    table,
+    k(d)
+      .insertInto(table as 'later_a')
+      .values({ id, label })
+      .compile(),
+  );
 
 describe.each(testDialects())('writes held for later on $dialect', ({ dialect, open }) => {
   let db: Db;
@@ -29,16 +44,6 @@ describe.each(testDialects())('writes held for later on $dialect', ({ dialect, o
     await sql`DELETE FROM later_b`.execute(db.kysely);
   });
 
-  const k = (d: Db) => d.kysely as unknown as Kysely<Record<'later_a' | 'later_b', { id: number; label: string }>>;
-  const insert = (d: Db, table: Table, id: number, label: string) =>
-    writeLater(
-      d,
-      table,
-      k(d)
-        .insertInto(table as 'later_a')
-        .values({ id, label })
-        .compile(),
-    );
   const rows = async (d: Db, table: 'later_a' | 'later_b') =>
     (await k(d).selectFrom(table).select(['id', 'label']).orderBy('id').execute()).map((r) => `${r.id}:${r.label}`);
 
@@ -80,6 +85,34 @@ describe.each(testDialects())('writes held for later on $dialect', ({ dialect, o
     });
     expect(returned).toEqual([{ id: 2 }]);
     expect(await rows(db, 'later_a')).toEqual(['1:held', '2:next']);
+  });
+
+  it('ok/a held write that reads a table sees the writes held before it and none held after it, as if each were sent at once', async () => {
+    await inTransaction(db, async (tx) => {
+      await insert(tx, A, 1, 'a1');
+      await writeLater(
+        tx,
+        B,
+        k(tx)
+          .insertInto('later_b')
+          .columns(['id', 'label'])
+          .expression(k(tx).selectFrom('later_a').select(['id', 'label']))
+          .compile(),
+      );
+      await insert(tx, A, 2, 'a2');
+    });
+    expect(await rows(db, 'later_b')).toEqual(['1:a1']);
+    expect(await rows(db, 'later_a')).toEqual(['1:a1', '2:a2']);
+  });
+
+  it('ok/a second held write of one table that meets the first on its row runs after it', async () => {
+    await inTransaction(db, async (tx) => {
+      await insert(tx, A, 1, 'inserted');
+      await writeLater(tx, A, k(tx).updateTable('later_a').set({ label: 'updated' }).where('id', '=', 1).compile());
+      await insert(tx, B, 1, 'b1');
+    });
+    expect(await rows(db, 'later_a')).toEqual(['1:updated']);
+    expect(await rows(db, 'later_b')).toEqual(['1:b1']);
   });
 
   it('ok/outside a transaction: written at once', async () => {
@@ -170,6 +203,21 @@ describe('the statement of held writes', () => {
     expect(batch.values).toEqual([1, 'one', 2, 'two', 3]);
   });
 
+  it('ok/held writes as statements: a run of foldable writes, one per table, as one; a write that reads a table alone; in their order', () => {
+    const a1 = { table: 'a', text: 'insert into "a" ("x") values ($1)', values: [1] };
+    const b1 = { table: 'b', text: 'insert into "b" ("x") values ($1)', values: [2] };
+    const a2 = { table: 'a', text: 'update "a" set "x" = $1', values: [3] };
+    const copy = { table: 'b', text: 'insert into "b" ("x") select "x" from "a" where "x" > $1', values: [4] };
+    const c1 = { table: 'c', text: 'insert into "c" ("x") values ($1)', values: [5] };
+    expect(heldStatements([a1, b1, a2, copy, c1, b1])).toEqual([
+      laterWritesStatement([a1, b1]),
+      { text: a2.text, values: a2.values },
+      { text: copy.text, values: copy.values },
+      laterWritesStatement([c1, b1]),
+    ]);
+    expect(heldStatements([])).toEqual([]);
+  });
+
   it('ok/one write: as it is', () => {
     const write = { table: 'a', text: 'insert into "a" ("x") values ($1)', values: [1] };
     expect(laterWritesStatement([write])).toEqual({ text: write.text, values: write.values });
@@ -180,7 +228,6 @@ const pgUrl = process.env.CERTDESK_TEST_DATABASE_URL;
 if (pgUrl === undefined || pgUrl === '')
   console.warn('the round-trip count of held writes is PostgreSQL only: CERTDESK_TEST_DATABASE_URL is not set');
 describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes on postgres', () => {
-  const k = (d: Db) => d.kysely as unknown as Kysely<Record<'later_a', { id: number; label: string }>>;
   /** `fn` with a database of its own (one connection) holding `tables`, dropped after. */
   const withOwnDatabase = async (tables: readonly string[], fn: (own: Db) => Promise<void>) => {
     const scratch = await scratchPostgresDatabase(pgUrl!);
@@ -194,16 +241,18 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
       await scratch.drop();
     }
   };
-  it('ok/a transaction of three held writes to three tables: BEGIN, one statement, COMMIT, in one write', async () => {
-    const sent: string[] = [];
-    /** Writes to the socket (one per round trip): statements sent together go in one. */
-    let writes = 0;
+  /**
+   * Counts what pg is asked to send (`sent`, each statement's text) and the writes to the socket
+   * (`writes`, one per round trip: statements sent together go in one), below the connection's
+   * own query (bound when the pool connects, after this). `restore` puts pg back.
+   */
+  const countingRoundTrips = () => {
+    const counter = { sent: [] as string[], writes: 0, restore: () => undefined as void };
     const counted = new WeakSet<object>();
     const original = pg.Client.prototype.query;
-    // Counted below the connection's own query (bound when the pool connects, after this).
     pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
       if (typeof args[0] === 'string' || typeof (args[0] as { text?: unknown })?.text === 'string')
-        sent.push(typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text);
+        counter.sent.push(typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text);
       const socket = (
         this as unknown as { connection: { stream: Record<'_write' | '_writev', (...a: unknown[]) => unknown> } }
       ).connection.stream;
@@ -212,30 +261,40 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
         for (const m of ['_write', '_writev'] as const) {
           const write = socket[m].bind(socket);
           socket[m] = (...a: unknown[]) => {
-            writes++;
+            counter.writes++;
             return write(...a);
           };
         }
       }
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof original;
+    counter.restore = () => {
+      pg.Client.prototype.query = original;
+    };
+    return counter;
+  };
+  /** The first word of each statement sent. */
+  const verbs = (sent: readonly string[]) => sent.map((t) => t.split(' ')[0]!.toLowerCase());
+
+  it('ok/a transaction of three held writes to three tables: BEGIN, one statement, COMMIT, in one write', async () => {
+    const counter = countingRoundTrips();
     try {
       await withOwnDatabase(['later_a', 'later_b', 'later_c'], async (own) => {
         // A transaction that sends nothing: neither BEGIN nor COMMIT goes to the server.
-        sent.length = 0;
-        writes = 0;
+        counter.sent.length = 0;
+        counter.writes = 0;
         await inTransaction(own, async () => undefined);
         await expect(
           inTransaction(own, async (tx) => {
-            await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 9, label: 'dropped' }).compile());
+            await insert(tx, A, 9, 'dropped');
             throw new Error('changed its mind');
           }),
         ).rejects.toThrow('changed its mind');
-        expect(sent).toEqual([]);
-        expect(writes).toBe(0);
+        expect(counter.sent).toEqual([]);
+        expect(counter.writes).toBe(0);
 
-        sent.length = 0;
-        writes = 0;
+        counter.sent.length = 0;
+        counter.writes = 0;
         await inTransaction(own, async (tx) => {
           for (const t of [A, B, 'later_c' as Table])
             await writeLater(
@@ -247,8 +306,8 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
                 .compile(),
             );
         });
-        expect(sent.map((t) => t.split(' ')[0]!.toLowerCase())).toEqual(['begin', 'with', 'commit']);
-        expect(writes).toBe(1);
+        expect(verbs(counter.sent)).toEqual(['begin', 'with', 'commit']);
+        expect(counter.writes).toBe(1);
         const counts = await own.kysely.executeQuery<{ n: number }>(
           CompiledQuery.raw(
             'SELECT (SELECT count(*) FROM later_a) + (SELECT count(*) FROM later_b) + (SELECT count(*) FROM later_c) AS n',
@@ -257,43 +316,106 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
         expect(Number(counts.rows[0]!.n)).toBe(3);
 
         // An INSERT into another table carries them in its own statement; one into a held write's table does not.
-        sent.length = 0;
-        writes = 0;
+        counter.sent.length = 0;
+        counter.writes = 0;
         const carried = await inTransaction(own, async (tx) => {
-          await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 2, label: 'held' }).compile());
-          await writeLater(
-            tx,
-            B,
-            k(tx)
-              .insertInto('later_b' as 'later_a')
-              .values({ id: 2, label: 'held' })
-              .compile(),
-          );
+          await insert(tx, A, 2, 'held');
+          await insert(tx, B, 2, 'held');
           const c = await k(tx)
             .insertInto('later_c' as 'later_a')
             .values({ id: 2, label: 'carrier' })
             .returning('id')
             .execute();
-          await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 3, label: 'held' }).compile());
+          await insert(tx, A, 3, 'held');
           await k(tx).insertInto('later_a').values({ id: 4, label: 'after' }).execute();
           return c;
         });
         expect(carried).toEqual([{ id: 2 }]);
-        expect(sent.map((t) => t.split(' ')[0]!.toLowerCase())).toEqual([
-          'begin',
-          'with',
-          'insert',
-          'insert',
-          'commit',
-        ]);
+        expect(verbs(counter.sent)).toEqual(['begin', 'with', 'insert', 'insert', 'commit']);
         // BEGIN with the first statement, the held write with the next, the COMMIT alone.
-        expect(writes).toBe(3);
-        expect(sent[1]).toMatch(
+        expect(counter.writes).toBe(3);
+        expect(counter.sent[1]).toMatch(
           /^with "later_1" as \(insert into "later_a".*\), "later_2" as \(insert into "later_b".*\) insert into "later_c"/,
         );
       });
     } finally {
-      pg.Client.prototype.query = original;
+      counter.restore();
+    }
+  });
+
+  it('ok/held writes of one table twice, one that reads a table, and more: all with the COMMIT, in one write, in their order', async () => {
+    const counter = countingRoundTrips();
+    try {
+      await withOwnDatabase(['later_a', 'later_b'], async (own) => {
+        counter.sent.length = 0;
+        counter.writes = 0;
+        await inTransaction(own, async (tx) => {
+          await insert(tx, A, 1, 'first');
+          await insert(tx, B, 1, 'b');
+          await writeLater(tx, A, k(tx).updateTable('later_a').set({ label: 'second' }).where('id', '=', 1).compile());
+          await writeLater(
+            tx,
+            B,
+            k(tx)
+              .insertInto('later_b' as 'later_a')
+              .columns(['id', 'label'])
+              .expression(
+                k(tx)
+                  .selectFrom('later_a')
+                  .select([sql<number>`id + 10`.as('id'), 'label']),
+              )
+              .compile(),
+          );
+          await insert(tx, A, 2, 'third');
+        });
+        // The first two as one statement, the UPDATE of the first's table after them, the INSERT … SELECT
+        // alone, then the last write: four statements, all in the write of the COMMIT.
+        expect(verbs(counter.sent)).toEqual(['begin', 'with', 'update', 'insert', 'insert', 'commit']);
+        expect(counter.writes).toBe(1);
+        expect(await k(own).selectFrom('later_a').select(['id', 'label']).orderBy('id').execute()).toEqual([
+          { id: 1, label: 'second' },
+          { id: 2, label: 'third' },
+        ]);
+        expect(
+          await k(own)
+            .selectFrom('later_b' as 'later_a')
+            .select(['id', 'label'])
+            .orderBy('id')
+            .execute(),
+        ).toEqual([
+          { id: 1, label: 'b' },
+          { id: 11, label: 'second' },
+        ]);
+      });
+    } finally {
+      counter.restore();
+    }
+  });
+
+  it('ok/a mail and its delivery job (MailRepo.insertInTransaction): one statement, with the COMMIT, in one write', async () => {
+    const counter = countingRoundTrips();
+    const scratch = await scratchPostgresDatabase(pgUrl!);
+    const own = await openDatabase({ url: scratch.url, poolSize: 1 });
+    try {
+      await migrateToLatest(own);
+      const mail = { to: 'a@example.test', subject: 's', text: 't', kind: 'test', createdAt: 1_000 };
+      counter.sent.length = 0;
+      counter.writes = 0;
+      await inTransaction(own, async (tx) => {
+        await new MailRepo(tx).insertInTransaction({ ...mail, orderId: 1 }, 1_000);
+        await new MailRepo(tx).insertInTransaction({ ...mail, orderId: 2 }, null);
+      });
+      expect(verbs(counter.sent)).toEqual(['begin', 'with', 'insert', 'commit']);
+      expect(counter.writes).toBe(1);
+      const [first, second] = await new MailRepo(own).list({ limit: 2 }).then((m) => m.sort((a, b) => a.id - b.id));
+      expect(await own.kysely.selectFrom('jobs').select(['payload', 'unique_key']).execute()).toEqual([
+        { payload: JSON.stringify({ mailId: first!.id }), unique_key: `mail:${first!.id}` },
+      ]);
+      expect(second).toMatchObject({ orderId: 2, status: 'outbox' });
+    } finally {
+      counter.restore();
+      await own.close();
+      await scratch.drop();
     }
   });
 
@@ -333,7 +455,7 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
         await k(tx).insertInto('later_a').values({ id: 1, label: 'kept' }).execute();
         await sql`SAVEPOINT sp`.execute(tx.kysely);
         // Would fail (the key is taken) if it were sent.
-        await writeLater(tx, A, k(tx).insertInto('later_a').values({ id: 1, label: 'taken' }).compile());
+        await insert(tx, A, 1, 'taken');
         await sql`ROLLBACK TO SAVEPOINT sp`.execute(tx.kysely);
         await k(tx).insertInto('later_a').values({ id: 2, label: 'after the savepoint' }).execute();
       });

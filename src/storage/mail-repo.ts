@@ -1,5 +1,6 @@
-import type { Selectable } from 'kysely';
-import type { Db } from './database.js';
+import { sql, type Selectable } from 'kysely';
+import { writeLater, type Db } from './database.js';
+import { JobsRepo, queuedRow, type NewJob } from './jobs-repo.js';
 import type { MailOutboxTable, MailStatus } from './schema.js';
 
 export type { MailStatus } from './schema.js';
@@ -50,25 +51,48 @@ export class MailRepo {
     return this.db.kysely;
   }
 
-  /** Records a mail; returns its outbox id. */
-  async insert(row: NewMail): Promise<number> {
+  /**
+   * Records a mail and, with `deliverAt`, queues its delivery (`mailDeliveryJob`), both in the
+   * caller's transaction; returns its outbox id.
+   */
+  async insert(row: NewMail, deliverAt: number | null = null): Promise<number> {
     const inserted = await this.kysely
       .insertInto('mail_outbox')
-      .values({
-        customer_id: row.customerId ?? null,
-        order_id: row.orderId ?? null,
-        to_address: row.to,
-        subject: row.subject,
-        body_text: row.text,
-        kind: row.kind,
-        status: row.status ?? 'outbox',
-        error: null,
-        created_at: row.createdAt,
-        sent_at: null,
-      })
+      .values(outboxRow(row))
       .returning('id')
       .executeTakeFirstOrThrow();
+    if (deliverAt !== null)
+      await new JobsRepo(this.db).enqueueInTransaction(mailDeliveryJob(inserted.id, deliverAt), row.createdAt);
     return inserted.id;
+  }
+
+  /**
+   * `insert` for a caller that needs no id back, in its transaction. On PostgreSQL it is one
+   * statement, the job taking the mail's id from the mail's INSERT, held for the transaction's
+   * next statement or its commit (`writeLater`): no round trip of its own. Elsewhere, `insert`.
+   */
+  async insertInTransaction(row: NewMail, deliverAt: number | null): Promise<void> {
+    if (this.db.dialect !== 'postgres') {
+      await this.insert(row, deliverAt);
+      return;
+    }
+    const mail = this.kysely.insertInto('mail_outbox').values(outboxRow(row));
+    if (deliverAt === null) {
+      await writeLater(this.db, 'mail_outbox', mail.compile());
+      return;
+    }
+    // The job of `mailDeliveryJob`, its payload and key made from the id the mail's INSERT returns.
+    const id = sql<string>`(select "id" from "mail")`;
+    const withDelivery = this.kysely
+      .with('mail', () => mail.returning('id'))
+      .insertInto('jobs')
+      .values({
+        ...queuedRow(mailDeliveryJob(0, deliverAt), row.createdAt),
+        payload: sql<string>`concat(cast(${'{"mailId":'} as text), ${id}, cast(${'}'} as text))`,
+        unique_key: sql<string>`concat(cast(${MAIL_KEY_PREFIX} as text), ${id})`,
+      })
+      .onConflict((oc) => oc.column('unique_key').doNothing());
+    await writeLater(this.db, 'jobs', withDelivery.compile());
   }
 
   /** Marks a mail sent at `at` (clearing any earlier error). */
@@ -135,5 +159,29 @@ function toMail(r: Selectable<MailOutboxTable>): MailRow {
     error: r.error,
     createdAt: r.created_at,
     sentAt: r.sent_at,
+  };
+}
+
+/** The unique key of a mail's delivery job: this, then the mail's id. */
+const MAIL_KEY_PREFIX = 'mail:';
+
+/** The job that delivers mail `id`, due at `runAt`: one per mail (its unique key). */
+export function mailDeliveryJob(id: number, runAt: number): NewJob<'mail.deliver'> {
+  return { name: 'mail.deliver', payload: { mailId: id }, uniqueKey: `${MAIL_KEY_PREFIX}${id}`, runAt };
+}
+
+/** The outbox row of a new mail. */
+function outboxRow(row: NewMail) {
+  return {
+    customer_id: row.customerId ?? null,
+    order_id: row.orderId ?? null,
+    to_address: row.to,
+    subject: row.subject,
+    body_text: row.text,
+    kind: row.kind,
+    status: row.status ?? 'outbox',
+    error: null,
+    created_at: row.createdAt,
+    sent_at: null,
   };
 }

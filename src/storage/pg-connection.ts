@@ -122,7 +122,7 @@ interface LaterWrite {
  * Writes held for later as one statement: each but the last a data-modifying WITH, the
  * parameters numbered on. PostgreSQL runs the parts in an order of its own, on one snapshot: no
  * part sees another's rows, which is why the parts must not meet (`foldable`, `carriesHeld`, and
- * at most one held write per table: `sendingLater`).
+ * at most one write per table in a statement: `heldStatements`).
  */
 export function laterWritesStatement(writes: readonly LaterWrite[]): { text: string; values: unknown[] } {
   if (writes.length === 1) return { text: writes[0]!.text, values: writes[0]!.values };
@@ -145,13 +145,50 @@ function foldable(text: string): boolean {
 }
 
 /**
- * Whether the held writes can go in `text`'s own statement: an INSERT of values (its RETURNING
- * answered as before) into a table none of them writes, reading no table, so that none of them
- * can miss another's rows.
+ * The held writes as the statements that carry them, in the order they were written: a run of
+ * foldable writes, each of a table the run does not write yet, as one statement; any other write
+ * (one that reads a table, or a data-modifying WITH of its own) as a statement of its own. Each
+ * statement runs after the ones before it, so a write sees every write held before it, as it
+ * would have sent alone.
+ */
+export function heldStatements(writes: readonly LaterWrite[]): { text: string; values: unknown[] }[] {
+  const statements: { text: string; values: unknown[] }[] = [];
+  let run: LaterWrite[] = [];
+  const endRun = () => {
+    if (run.length > 0) statements.push(laterWritesStatement(run));
+    run = [];
+  };
+  for (const w of writes) {
+    if (!foldable(w.text)) {
+      endRun();
+      statements.push({ text: w.text, values: w.values });
+      continue;
+    }
+    // Two writes of one table in one statement could meet on a row: the second starts the next one.
+    if (run.some((r) => r.table === w.table)) endRun();
+    run.push(w);
+  }
+  endRun();
+  return statements;
+}
+
+/**
+ * Whether the last held writes can go in `text`'s own statement: an INSERT of values (its
+ * RETURNING answered as before) into a table none of them writes, reading no table, so that none
+ * of them can miss another's rows. Only the foldable writes held after the last one that is not
+ * go in it; the ones before run first, as statements of their own.
  */
 function carriesHeld(text: string, held: readonly LaterWrite[]): boolean {
   const table = /^insert into "([^"]+)"/i.exec(text)?.[1];
-  return table !== undefined && foldable(text) && !held.some((w) => w.table === table);
+  if (table === undefined || !foldable(text)) return false;
+  const tail = held.slice(lastUnfoldable(held) + 1);
+  return tail.length > 0 && !tail.some((w) => w.table === table) && new Set(tail.map((w) => w.table)).size === tail.length;
+}
+
+/** Index of the last held write that is not foldable, or -1. */
+function lastUnfoldable(held: readonly LaterWrite[]): number {
+  for (let i = held.length - 1; i >= 0; i--) if (!foldable(held[i]!.text)) return i;
+  return -1;
 }
 
 /** What a statement held back answers at once: nothing was sent yet, and its caller reads nothing. */
@@ -164,9 +201,10 @@ const answered = (command: string): pg.QueryResult => ({ command, rowCount: null
  * writes a statement without waiting for the answers before it):
  * - its BEGIN is held and goes in one write with its first statement, or with its COMMIT; a
  *   transaction that sends nothing sends neither;
- * - writes marked by `writeLater` are held and go as one statement in one write with the
- *   transaction's next statement or its COMMIT, or in that statement itself when it is an INSERT
- *   they cannot meet (`carriesHeld`);
+ * - writes marked by `writeLater` are held and go in one write with the transaction's next
+ *   statement or its COMMIT: folded into as few statements as they can be without meeting
+ *   (`heldStatements`), the last of them in that statement itself when it is an INSERT they
+ *   cannot meet (`carriesHeld`);
  * - what goes in one write is answered in order, and the caller's statement is answered with the
  *   first failure among them: PostgreSQL runs nothing of the transaction after it (a COMMIT after
  *   it rolls back), so the transaction rolls back whole. A held value pg refuses on this side
@@ -205,10 +243,15 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
   };
 
   /**
-   * The held BEGIN, the held writes and then `last`, in one write: answered with `last`'s result,
-   * or the first failure among them (the ones after it fail for it, and are not reported).
+   * The held BEGIN, the statements of the held writes (`heldStatements`) and then `last`, in one
+   * write: answered with `last`'s result, or the first failure among them (the ones after it fail
+   * for it, and are not reported). With `carrier` (an INSERT that `carriesHeld`), the foldable
+   * writes held last go in its statement, which is then `last`.
    */
-  const withHeld = (last: ((outside: boolean) => Promise<pg.QueryResult>) | undefined): Promise<pg.QueryResult> => {
+  const withHeld = (
+    last: ((outside: boolean) => Promise<pg.QueryResult>) | undefined,
+    carrier?: { text: string; values: unknown[] },
+  ): Promise<pg.QueryResult> => {
     const outside = !transacting();
     const parts: (() => Promise<pg.QueryResult>)[] = [];
     if (begin !== undefined) {
@@ -217,10 +260,13 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     }
     const writes = takeHeld();
     if (writes instanceof Error) return Promise.reject(writes);
-    if (writes.length > 0) {
-      const batch = laterWritesStatement(writes);
-      parts.push(() => send(batch.text, batch.values, false));
+    let before = writes;
+    if (carrier !== undefined) {
+      before = writes.slice(0, lastUnfoldable(writes) + 1);
+      const carried = laterWritesStatement([...writes.slice(before.length), { table: '', ...carrier }]);
+      last = (out) => send(carried.text, carried.values, out);
     }
+    for (const statement of heldStatements(before)) parts.push(() => send(statement.text, statement.values, false));
     begin = undefined;
     if (last !== undefined) parts.push(() => last(outside));
     if (parts.length === 1) return parts[0]!();
@@ -263,11 +309,9 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     if (text.startsWith(LATER)) {
       const end = text.indexOf(' */ ');
       const write = { table: text.slice(LATER.length, end), text: text.slice(end + 4), values };
-      if (!transacting() || !foldable(write.text)) return withHeld((outside) => send(write.text, values, outside));
-      // Two writes of one table in one statement could meet on a row: the first goes ahead.
-      const before = held.some((w) => w.table === write.table) ? withHeld(undefined) : undefined;
+      if (!transacting()) return withHeld((outside) => send(write.text, values, outside));
       held.push(write);
-      return before?.then(() => HELD) ?? Promise.resolve(HELD);
+      return Promise.resolve(HELD);
     }
     if (values.length === 0 && /^\s*(begin|start transaction)\b/i.test(text) && !transacting()) {
       held = [];
@@ -288,12 +332,7 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     // What was written after a savepoint is undone by rolling back to it: held writes of that
     // stretch are dropped, not sent (the SAVEPOINT itself went with everything held before it).
     if (/^\s*rollback\s+to\b/i.test(text)) held = [];
-    if (held.length > 0 && carriesHeld(text, held)) {
-      const writes = takeHeld();
-      if (writes instanceof Error) return Promise.reject(writes);
-      const statement = laterWritesStatement([...writes, { table: '', text, values }]);
-      return withHeld((outside) => send(statement.text, statement.values, outside));
-    }
+    if (held.length > 0 && carriesHeld(text, held)) return withHeld(undefined, { text, values });
     return withHeld((outside) => send(text, values, outside));
   };
 }

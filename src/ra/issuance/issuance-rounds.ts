@@ -42,7 +42,7 @@ export interface FlowRepos {
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly jobs: Pick<JobsRepo, 'rescheduleInTransaction' | 'enqueueInTransaction'>;
   /** The issued / reissued notice, written with the completion. */
-  readonly mail: Pick<MailRepo, 'insert' | 'withdraw'>;
+  readonly mail: Pick<MailRepo, 'insertInTransaction' | 'withdraw'>;
 }
 
 export interface RoundsDeps extends Omit<FlowRepos, 'audit' | 'jobs' | 'mail'> {

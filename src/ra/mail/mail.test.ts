@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testDialects } from '../../../test/support/databases.js';
 import { refusedTcpPort, type RefusedPort } from '../../../test/support/refused-ports.js';
@@ -46,7 +47,7 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
   const mailerWith = (transport: MailTransport | null, logger?: { warn: (...a: unknown[]) => void }) =>
     new Mailer({
       repo,
-      transact: (fn) => inTransaction(db, (tx) => fn({ mail: new MailRepo(tx), jobs: new JobsRepo(tx) })),
+      transact: (fn) => inTransaction(db, (tx) => fn({ mail: new MailRepo(tx) })),
       jobs: new JobsRepo(db),
       transport,
       clock,
@@ -158,7 +159,7 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
     };
     const mailer = new Mailer({
       repo: broken,
-      transact: (fn) => fn({ mail: broken, jobs: new JobsRepo(db) }),
+      transact: (fn) => fn({ mail: broken }),
       jobs: new JobsRepo(db),
       transport,
       clock,
@@ -175,13 +176,7 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
     const jobsBefore = (await db.kysely.selectFrom('jobs').select('id').execute()).length;
     const mailer = new Mailer({
       repo,
-      transact: (fn) =>
-        inTransaction(db, (tx) =>
-          fn({
-            mail: { insert: () => Promise.reject(new Error('db down')), withdraw: () => Promise.resolve(0) },
-            jobs: new JobsRepo(tx),
-          }),
-        ),
+      transact: (fn) => inTransaction(db, () => fn({ mail: { insert: () => Promise.reject(new Error('db down')) } })),
       jobs: new JobsRepo(db),
       transport,
       clock,
@@ -191,20 +186,104 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
     expect((await db.kysely.selectFrom('jobs').select('id').execute()).length).toBe(jobsBefore);
   });
 
-  it('fail/a delivery that cannot be queued leaves no mail behind (one transaction)', async () => {
-    const before = (await repo.list({ limit: 10_000 })).length;
-    const mailer = new Mailer({
-      repo,
-      transact: (fn) =>
-        inTransaction(db, (tx) =>
-          fn({ mail: new MailRepo(tx), jobs: { enqueueInTransaction: () => Promise.reject(new Error('jobs down')) } }),
-        ),
-      jobs: new JobsRepo(db),
-      transport: { send: async () => undefined },
-      clock,
+  /** The mails of order `orderId` with their delivery jobs, recorded with `sendIn` in transactions of `db`. */
+  const sentIn = async (mailer: Mailer, orderId: number, fn?: (tx: Db) => Promise<void>) =>
+    inTransaction(db, async (tx) => {
+      await mailer.sendIn({ mail: new MailRepo(tx) }, { ...approval, orderId });
+      await fn?.(tx);
     });
-    await expect(mailer.send({ ...approval, orderId: 42 })).rejects.toThrow('jobs down');
-    expect((await repo.list({ limit: 10_000 })).length).toBe(before);
+
+  it('ok/sendIn records the mail and queues its delivery in the transaction of its caller, as send does; delivery sends it', async () => {
+    const mailer = mailerWith(smtpTransport(smtp.url, from));
+    await sentIn(mailer, 50);
+    const [mail] = await repo.list({ limit: 5, orderId: 50 });
+    expect(mail).toMatchObject({ status: 'outbox', to: approval.to, subject: approval.subject, text: approval.text });
+    const id = mail!.id;
+    // The job exactly as send queues it: the same payload text and key (what resend and the worker rely on).
+    const sentJob = await mailer.send({ ...approval, orderId: 51 });
+    const both = await db.kysely
+      .selectFrom('jobs')
+      .select(['name', 'payload', 'unique_key', 'status', 'run_at', 'attempts', 'lease_owner', 'created_at'])
+      .where('unique_key', 'in', [`mail:${id}`, `mail:${sentJob}`])
+      .orderBy('id')
+      .execute();
+    expect(both).toEqual(
+      [id, sentJob].map((mailId) => ({
+        name: 'mail.deliver',
+        payload: JSON.stringify({ mailId }),
+        unique_key: `mail:${mailId}`,
+        status: 'queued',
+        run_at: clock.nowSeconds(),
+        attempts: 0,
+        lease_owner: null,
+        created_at: clock.nowSeconds(),
+      })),
+    );
+    await mailer.deliver(JSON.parse(both[0]!.payload) as { mailId: number });
+    await smtp.waitFor((m) => m.subject === approval.subject && m.envelope.to.includes(approval.to));
+    expect(await repo.byId(id)).toMatchObject({ status: 'sent' });
+    await expect(mailer.resend(id)).rejects.toMatchObject({ kind: 'conflict' });
+  });
+
+  it('ok/sendIn without SMTP: the mail stays in the outbox, and no delivery is queued', async () => {
+    await sentIn(mailerWith(null), 52);
+    const [mail] = await repo.list({ limit: 5, orderId: 52 });
+    expect(mail).toMatchObject({ status: 'outbox' });
+    expect(await deliveries(mail!.id)).toEqual([]);
+  });
+
+  it('fail/a transaction that fails after sendIn keeps neither the mail nor its delivery', async () => {
+    const jobsBefore = (await db.kysely.selectFrom('jobs').select('id').execute()).length;
+    const mailer = mailerWith({ send: async () => undefined });
+    await expect(
+      sentIn(mailer, 53, async () => {
+        throw new Error('the state change failed');
+      }),
+    ).rejects.toThrow('the state change failed');
+    // A statement of its transaction that fails after it (a key taken), as the database reports it.
+    await expect(
+      sentIn(mailer, 54, async (tx) => {
+        for (let i = 0; i < 2; i++)
+          await sql`INSERT INTO jobs (name, payload, unique_key, status, run_at, created_at, updated_at)
+            VALUES ('test.taken', '{}', 'taken-54', 'queued', 0, 0, 0)`.execute(tx.kysely);
+      }),
+    ).rejects.toThrow();
+    expect(await repo.list({ limit: 5, orderId: 53 })).toEqual([]);
+    expect(await repo.list({ limit: 5, orderId: 54 })).toEqual([]);
+    expect((await db.kysely.selectFrom('jobs').select('id').execute()).length).toBe(jobsBefore);
+  });
+
+  it('fail/a mail the database refuses (no address) fails the transaction it is part of: nothing of it is kept', async () => {
+    const jobsBefore = (await db.kysely.selectFrom('jobs').select('id').execute()).length;
+    const mailer = mailerWith({ send: async () => undefined });
+    await expect(
+      inTransaction(db, async (tx) => {
+        await mailer.sendIn({ mail: new MailRepo(tx) }, { ...approval, orderId: 55 });
+        await mailer.sendIn({ mail: new MailRepo(tx) }, { ...approval, to: null as unknown as string, orderId: 55 });
+      }),
+    ).rejects.toThrow(/null|NOT NULL/i);
+    expect(await repo.list({ limit: 5, orderId: 55 })).toEqual([]);
+    expect((await db.kysely.selectFrom('jobs').select('id').execute()).length).toBe(jobsBefore);
+  });
+
+  it('race/40 transactions at once, each recording two mails with sendIn: each job delivers its own mail', async () => {
+    const mailer = mailerWith({ send: async () => undefined });
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        inTransaction(db, async (tx) => {
+          await mailer.sendIn({ mail: new MailRepo(tx) }, { ...approval, orderId: 1_000 + i, subject: `first ${i}` });
+          await mailer.sendIn({ mail: new MailRepo(tx) }, { ...approval, orderId: 1_000 + i, subject: `second ${i}` });
+        }),
+      ),
+    );
+    for (let i = 0; i < 40; i++) {
+      const mails = await repo.list({ limit: 5, orderId: 1_000 + i });
+      expect(mails.map((m) => m.subject).sort()).toEqual([`first ${i}`, `second ${i}`]);
+      for (const m of mails)
+        expect(await deliveries(m.id)).toEqual([
+          { name: 'mail.deliver', payload: JSON.stringify({ mailId: m.id }), status: 'queued' },
+        ]);
+    }
   });
 
   it('fail/a delivery of a mail that does not exist does nothing', async () => {

@@ -5,7 +5,7 @@
 import { createTransport } from 'nodemailer';
 import { CertdeskError, formatTimestamp, type Clock, type ServiceUrls } from '../../core/index.js';
 import type { JobsRepo } from '../../storage/index.js';
-import type { MailRepo, NewMail } from '../../storage/mail-repo.js';
+import { mailDeliveryJob, type MailRepo, type NewMail } from '../../storage/mail-repo.js';
 
 /** A mail to send: what the outbox records of it, but its status and time, which sending sets. */
 export type OutgoingMail = Omit<NewMail, 'status' | 'createdAt'>;
@@ -65,14 +65,13 @@ export function mailFrom(urls: Pick<ServiceUrls, 'mailHost'>): string {
  * change passes its own transaction's repositories (`sendIn`), so its notice commits with it.
  */
 export interface MailWrites {
-  readonly mail: Pick<MailRepo, 'insert' | 'withdraw'>;
-  readonly jobs: Pick<JobsRepo, 'enqueueInTransaction'>;
+  readonly mail: Pick<MailRepo, 'insertInTransaction' | 'withdraw'>;
 }
 
 export interface MailerDeps {
   readonly repo: Pick<MailRepo, 'byId' | 'markSent' | 'markFailed'>;
   /** A transaction of its own, for mail that is not part of a state change (`send`). */
-  readonly transact: <T>(fn: (repos: MailWrites) => Promise<T>) => Promise<T>;
+  readonly transact: <T>(fn: (repos: { readonly mail: Pick<MailRepo, 'insert'> }) => Promise<T>) => Promise<T>;
   /** The job queue outside a transaction (`resend`). */
   readonly jobs: Pick<JobsRepo, 'enqueue'>;
   /** null when no SMTP server is configured: mail stays in the outbox. */
@@ -93,28 +92,35 @@ export class Mailer {
    * make it throw.
    */
   async send(mail: OutgoingMail): Promise<number> {
-    return this.deps.transact((tx) => this.sendIn(tx, mail));
+    return this.deps.transact((tx) => tx.mail.insert(...this.recorded(mail)));
   }
 
   /**
    * `send` in the caller's transaction: the mail and its delivery job commit (or roll back) with
    * what the caller changed, so a notice is never lost to a crash after the change, nor sent for a
-   * change that did not commit (a true outbox).
+   * change that did not commit (a true outbox). Nothing is read back (on PostgreSQL the mail
+   * costs the transaction no round trip of its own: `MailRepo.insertInTransaction`).
    */
-  async sendIn(tx: MailWrites, mail: OutgoingMail): Promise<number> {
+  async sendIn(tx: MailWrites, mail: OutgoingMail): Promise<void> {
+    await tx.mail.insertInTransaction(...this.recorded(mail));
+  }
+
+  /** The outbox row of `mail`, and when its delivery is due: now, or never when no SMTP server is configured. */
+  private recorded(mail: OutgoingMail): [NewMail, number | null] {
     const now = this.deps.clock.nowSeconds();
-    const id = await tx.mail.insert({
-      to: mail.to,
-      subject: mail.subject,
-      text: mail.text,
-      kind: mail.kind,
-      customerId: mail.customerId ?? null,
-      orderId: mail.orderId ?? null,
-      status: 'outbox',
-      createdAt: now,
-    });
-    if (this.deps.transport !== null) await tx.jobs.enqueueInTransaction(deliveryJob(id, now), now);
-    return id;
+    return [
+      {
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        kind: mail.kind,
+        customerId: mail.customerId ?? null,
+        orderId: mail.orderId ?? null,
+        status: 'outbox',
+        createdAt: now,
+      },
+      this.deps.transport === null ? null : now,
+    ];
   }
 
   /**
@@ -175,7 +181,7 @@ export class Mailer {
         `Mail ${id} was sent at ${formatTimestamp(mail.sentAt) ?? '?'}: not sending it twice.`,
       );
     const now = this.deps.clock.nowSeconds();
-    const queued = await this.deps.jobs.enqueue(deliveryJob(id, now), now);
+    const queued = await this.deps.jobs.enqueue(mailDeliveryJob(id, now), now);
     return queued.created ? 'queued' : 'queued already';
   }
 
@@ -187,11 +193,6 @@ export class Mailer {
       this.deps.logger?.warn({ mailId: id, code: errorCode(err) }, 'mail status not recorded');
     }
   }
-}
-
-/** The job that delivers mail `id`, due at `now`; one per mail (its unique key). */
-function deliveryJob(id: number, now: number) {
-  return { name: 'mail.deliver' as const, payload: { mailId: id }, uniqueKey: `mail:${id}`, runAt: now };
 }
 
 function domainOf(address: string): string {

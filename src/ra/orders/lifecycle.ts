@@ -35,7 +35,7 @@ export interface LifecycleRepos {
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly jobs: Pick<JobsRepo, 'rescheduleInTransaction' | 'enqueueInTransaction'>;
   /** Notices written with the change they report (Notifier.orderEvent). */
-  readonly mail: Pick<MailRepo, 'insert' | 'withdraw'>;
+  readonly mail: Pick<MailRepo, 'insertInTransaction' | 'withdraw'>;
 }
 
 export type { ReissueInput } from './order-rules.js';

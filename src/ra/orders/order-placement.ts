@@ -48,7 +48,7 @@ export interface OrderRepos {
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly jobs: Pick<JobsRepo, 'enqueueInTransaction'>;
   /** The approval mails of an EMAIL order, written with it. */
-  readonly mail: Pick<MailRepo, 'insert' | 'withdraw'>;
+  readonly mail: Pick<MailRepo, 'insertInTransaction' | 'withdraw'>;
   readonly vouchers: Pick<VouchersRepo, 'markRedeemed' | 'partnerOrderIdTaken'>;
   readonly customers: Pick<CustomersRepo, 'lock'>;
 }

@@ -182,7 +182,9 @@ function carriesHeld(text: string, held: readonly LaterWrite[]): boolean {
   const table = /^insert into "([^"]+)"/i.exec(text)?.[1];
   if (table === undefined || !foldable(text)) return false;
   const tail = held.slice(lastUnfoldable(held) + 1);
-  return tail.length > 0 && !tail.some((w) => w.table === table) && new Set(tail.map((w) => w.table)).size === tail.length;
+  return (
+    tail.length > 0 && !tail.some((w) => w.table === table) && new Set(tail.map((w) => w.table)).size === tail.length
+  );
 }
 
 /** Index of the last held write that is not foldable, or -1. */

@@ -392,6 +392,44 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
     }
   });
 
+  it('ok/an INSERT after a held write that reads a table carries only the writes held after it; the reading one runs first, alone', async () => {
+    const counter = countingRoundTrips();
+    try {
+      await withOwnDatabase(['later_a', 'later_b', 'later_c'], async (own) => {
+        counter.sent.length = 0;
+        counter.writes = 0;
+        const carried = await inTransaction(own, async (tx) => {
+          await k(tx).insertInto('later_a').values({ id: 1, label: 'sent with the BEGIN' }).execute();
+          await writeLater(
+            tx,
+            B,
+            k(tx)
+              .insertInto('later_b')
+              .columns(['id', 'label'])
+              .expression(k(tx).selectFrom('later_a').select(['id', 'label']))
+              .compile(),
+          );
+          await insert(tx, A, 2, 'held after the reading one');
+          return k(tx)
+            .insertInto('later_c' as 'later_a')
+            .values({ id: 5, label: 'carrier' })
+            .returning('id')
+            .execute();
+        });
+        expect(carried).toEqual([{ id: 5 }]);
+        expect(verbs(counter.sent)).toEqual(['begin', 'insert', 'insert', 'with', 'commit']);
+        expect(counter.sent[3]).toMatch(/^with "later_1" as \(insert into "later_a".*\) insert into "later_c"/);
+        expect(counter.writes).toBe(3);
+        const labels = async (t: 'later_a' | 'later_b') =>
+          (await k(own).selectFrom(t).select('label').orderBy('id').execute()).map((r) => r.label);
+        expect(await labels('later_b')).toEqual(['sent with the BEGIN']);
+        expect(await labels('later_a')).toEqual(['sent with the BEGIN', 'held after the reading one']);
+      });
+    } finally {
+      counter.restore();
+    }
+  });
+
   it('ok/a mail and its delivery job (MailRepo.insertInTransaction): one statement, with the COMMIT, in one write', async () => {
     const counter = countingRoundTrips();
     const scratch = await scratchPostgresDatabase(pgUrl!);

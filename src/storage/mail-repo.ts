@@ -53,7 +53,7 @@ export class MailRepo {
 
   /**
    * Records a mail and, with `deliverAt`, queues its delivery (`mailDeliveryJob`), both in the
-   * caller's transaction; returns its outbox id.
+   * caller's transaction; returns its outbox id. Outside a transaction the two would commit apart.
    */
   async insert(row: NewMail, deliverAt: number | null = null): Promise<number> {
     const inserted = await this.kysely

@@ -245,14 +245,13 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
   };
 
   /**
-   * The held BEGIN, the statements of the held writes (`heldStatements`) and then `last`, in one
-   * write: answered with `last`'s result, or the first failure among them (the ones after it fail
-   * for it, and are not reported). With `carrier` (an INSERT that `carriesHeld`), the foldable
-   * writes held last go in its statement, which is then `last`.
+   * The held BEGIN, the statements of the held writes (`heldStatements`) and then the caller's
+   * statement `last`, in one write: answered with `last`'s result, or the first failure among them
+   * (the ones after it fail for it, and are not reported). `last` given as `carrier` (an INSERT
+   * that `carriesHeld`) carries the foldable writes held last in its own statement.
    */
   const withHeld = (
-    last: ((outside: boolean) => Promise<pg.QueryResult>) | undefined,
-    carrier?: { text: string; values: unknown[] },
+    last: ((outside: boolean) => Promise<pg.QueryResult>) | { readonly carrier: { text: string; values: unknown[] } },
   ): Promise<pg.QueryResult> => {
     const outside = !transacting();
     const parts: (() => Promise<pg.QueryResult>)[] = [];
@@ -263,14 +262,16 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     const writes = takeHeld();
     if (writes instanceof Error) return Promise.reject(writes);
     let before = writes;
-    if (carrier !== undefined) {
+    let sendLast: (outside: boolean) => Promise<pg.QueryResult>;
+    if (typeof last === 'function') sendLast = last;
+    else {
       before = writes.slice(0, lastUnfoldable(writes) + 1);
-      const carried = laterWritesStatement([...writes.slice(before.length), { table: '', ...carrier }]);
-      last = (out) => send(carried.text, carried.values, out);
+      const carried = laterWritesStatement([...writes.slice(before.length), { table: '', ...last.carrier }]);
+      sendLast = (out) => send(carried.text, carried.values, out);
     }
     for (const statement of heldStatements(before)) parts.push(() => send(statement.text, statement.values, false));
     begin = undefined;
-    if (last !== undefined) parts.push(() => last(outside));
+    parts.push(() => sendLast(outside));
     if (parts.length === 1) return parts[0]!();
     stream?.cork?.();
     let answers: Promise<pg.QueryResult>[];
@@ -334,7 +335,7 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     // What was written after a savepoint is undone by rolling back to it: held writes of that
     // stretch are dropped, not sent (the SAVEPOINT itself went with everything held before it).
     if (/^\s*rollback\s+to\b/i.test(text)) held = [];
-    if (held.length > 0 && carriesHeld(text, held)) return withHeld(undefined, { text, values });
+    if (held.length > 0 && carriesHeld(text, held)) return withHeld({ carrier: { text, values } });
     return withHeld((outside) => send(text, values, outside));
   };
 }

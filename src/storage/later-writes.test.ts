@@ -247,10 +247,19 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
   /**
    * Counts what pg is asked to send (`sent`, each statement's text) and the writes to the socket
    * (`writes`, one per round trip: statements sent together go in one), below the connection's
-   * own query (bound when the pool connects, after this). `restore` puts pg back.
+   * own query (bound when the pool connects, after this). `reset` starts the count again;
+   * `restore` puts pg back.
    */
   const countingRoundTrips = () => {
-    const counter = { sent: [] as string[], writes: 0, restore: () => undefined as void };
+    const counter = {
+      sent: [] as string[],
+      writes: 0,
+      reset() {
+        counter.sent.length = 0;
+        counter.writes = 0;
+      },
+      restore: () => undefined as void,
+    };
     const counted = new WeakSet<object>();
     const original = pg.Client.prototype.query;
     pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
@@ -284,8 +293,7 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
     try {
       await withOwnDatabase(['later_a', 'later_b', 'later_c'], async (own) => {
         // A transaction that sends nothing: neither BEGIN nor COMMIT goes to the server.
-        counter.sent.length = 0;
-        counter.writes = 0;
+        counter.reset();
         await inTransaction(own, async () => undefined);
         await expect(
           inTransaction(own, async (tx) => {
@@ -296,8 +304,7 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
         expect(counter.sent).toEqual([]);
         expect(counter.writes).toBe(0);
 
-        counter.sent.length = 0;
-        counter.writes = 0;
+        counter.reset();
         await inTransaction(own, async (tx) => {
           for (const t of [A, B, 'later_c' as Table])
             await writeLater(
@@ -319,8 +326,7 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
         expect(Number(counts.rows[0]!.n)).toBe(3);
 
         // An INSERT into another table carries them in its own statement; one into a held write's table does not.
-        counter.sent.length = 0;
-        counter.writes = 0;
+        counter.reset();
         const carried = await inTransaction(own, async (tx) => {
           await insert(tx, A, 2, 'held');
           await insert(tx, B, 2, 'held');
@@ -350,8 +356,7 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
     const counter = countingRoundTrips();
     try {
       await withOwnDatabase(['later_a', 'later_b'], async (own) => {
-        counter.sent.length = 0;
-        counter.writes = 0;
+        counter.reset();
         await inTransaction(own, async (tx) => {
           await insert(tx, A, 1, 'first');
           await insert(tx, B, 1, 'b');
@@ -399,8 +404,7 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
     const counter = countingRoundTrips();
     try {
       await withOwnDatabase(['later_a', 'later_b', 'later_c'], async (own) => {
-        counter.sent.length = 0;
-        counter.writes = 0;
+        counter.reset();
         const carried = await inTransaction(own, async (tx) => {
           await k(tx).insertInto('later_a').values({ id: 1, label: 'sent with the BEGIN' }).execute();
           await copyAToB(tx);
@@ -432,8 +436,7 @@ describe.skipIf(pgUrl === undefined || pgUrl === '')('round trips of held writes
     try {
       await migrateToLatest(own);
       const mail = { to: 'a@example.test', subject: 's', text: 't', kind: 'test', createdAt: 1_000 };
-      counter.sent.length = 0;
-      counter.writes = 0;
+      counter.reset();
       await inTransaction(own, async (tx) => {
         await new MailRepo(tx).insertInTransaction({ ...mail, orderId: 1 }, 1_000);
         await new MailRepo(tx).insertInTransaction({ ...mail, orderId: 2 }, null);

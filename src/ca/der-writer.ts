@@ -8,23 +8,26 @@
 
 export type Der = Uint8Array;
 
-/** The header (tag and definite length) of a TLV with `length` content bytes. */
-function header(tag: number, length: number): Uint8Array {
-  if (length < 0x80) return Uint8Array.of(tag, length);
-  if (length < 0x100) return Uint8Array.of(tag, 0x81, length);
-  if (length < 0x10000) return Uint8Array.of(tag, 0x82, length >> 8, length & 0xff);
-  if (length < 0x1000000) return Uint8Array.of(tag, 0x83, length >> 16, (length >> 8) & 0xff, length & 0xff);
-  return Uint8Array.of(tag, 0x84, (length >>> 24) & 0xff, (length >> 16) & 0xff, (length >> 8) & 0xff, length & 0xff);
-}
+/** The size of a TLV's header (tag and definite length, short or long form) for `length` content bytes. */
+const headerLength = (length: number): number =>
+  length < 0x80 ? 2 : length < 0x100 ? 3 : length < 0x10000 ? 4 : length < 0x1000000 ? 5 : 6;
 
-/** A TLV whose contents are `parts`, concatenated. */
+/**
+ * A TLV whose contents are `parts`, concatenated: its header is written in place, in front of
+ * them, in one allocation (issuance encodes ~25 of these per certificate).
+ */
 export function tlv(tag: number, ...parts: readonly Der[]): Der {
   let length = 0;
   for (const p of parts) length += p.length;
-  const head = header(tag, length);
-  const out = Buffer.allocUnsafe(head.length + length);
-  out.set(head, 0);
-  let pos = head.length;
+  const head = headerLength(length);
+  const out = Buffer.allocUnsafe(head + length);
+  out[0] = tag;
+  if (head === 2) out[1] = length;
+  else {
+    out[1] = 0x80 | (head - 2);
+    for (let i = head - 1, rest = length; i >= 2; i--, rest = Math.floor(rest / 0x100)) out[i] = rest & 0xff;
+  }
+  let pos = head;
   for (const p of parts) {
     out.set(p, pos);
     pos += p.length;

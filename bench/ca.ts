@@ -136,18 +136,19 @@ export async function runCaBench(
       await rate(1, 64, () => s.ca.issue(request)); // warm-up
       const runs: number[] = [];
       const rawRuns: number[] = [];
+      // Each round pairs the two rates, measured seconds apart: the machine's drift between rounds
+      // (other work on the host, frequency) cancels in a round's ratio, not in a ratio of medians.
+      const roundRatios: number[] = [];
       for (let i = 0; i < o.runs; i++) {
         rawRuns.push(syncRate(o.seconds, () => signer.sign(tbsSized)));
         runs.push(await rate(o.seconds, 64, () => s.ca.issue(request)));
+        roundRatios.push(runs.at(-1)! / rawRuns.at(-1)!);
         log(
-          `CA ${kind} run ${i + 1}/${o.runs}: issued ${Math.round(runs.at(-1)!)}/s, raw signatures ${Math.round(rawRuns.at(-1)!)}/s (${Math.round((100 * runs.at(-1)!) / rawRuns.at(-1)!)} %)`,
+          `CA ${kind} run ${i + 1}/${o.runs}: issued ${Math.round(runs.at(-1)!)}/s, raw signatures ${Math.round(rawRuns.at(-1)!)}/s (${Math.round(100 * roundRatios.at(-1)!)} %)`,
         );
       }
       const issued = median(runs);
       const raw = median(rawRuns);
-      // Each round pairs the two rates, measured seconds apart: the machine's drift between rounds
-      // (other work on the host, frequency) cancels in a round's ratio, not in a ratio of medians.
-      const roundRatios = runs.map((r, i) => r / rawRuns[i]!);
       const ratio = median(roundRatios);
       issuance[kind] = {
         caKey: kind === 'ecdsa' ? 'ECDSA P-256' : 'RSA-2048',

@@ -3,11 +3,10 @@
 // committed), the encoding and signature, then the certificate's record under its order's
 // issuance claim with the audit event after (group committed, one transaction). What to sign with
 // (profile, chain) is the BuiltinCa's choice; this file only signs and records.
-import type { Clock } from '../core/index.js';
+import { GroupCommit, type Clock } from '../core/index.js';
 import type { AuditEvent, AuditRepo, CaRepo, NewLeaf } from '../storage/index.js';
 import type { CaCert, Chain } from './chains.js';
 import { pem } from './der-writer.js';
-import { GroupCommit } from './group-commit.js';
 import { IssuanceClaimLost } from './issuance-claim.js';
 import type { IssueRequest, IssuedCertificate } from './issuer.js';
 import { fixedLeafExtensions, leafTemplate } from './leaf.js';

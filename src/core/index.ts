@@ -11,6 +11,7 @@ export * from './csr.js';
 export * from './csr-verify.js';
 export * from './error-table.js';
 export * from './errors.js';
+export * from './group-commit.js';
 export * from './ids.js';
 export * from './jobs.js';
 export * from './limiter.js';

@@ -2,7 +2,14 @@
 // the completion, at most once per round. OrderFlow moves orders here once every name is shown;
 // POST /Order comes here directly with a round claimed in the order's own transaction.
 import { randomBytes } from 'node:crypto';
-import { holderIsGone, type Clock, type FailedMinorStatus, type MinorStatus, type Order } from '../../core/index.js';
+import {
+  holderIsGone,
+  TransactionBatch,
+  type Clock,
+  type FailedMinorStatus,
+  type MinorStatus,
+  type Order,
+} from '../../core/index.js';
 import { checkCsr, IssuanceClaimLost, type CheckedCsr, type IssuedCertificate, type Issuer } from '../../ca/index.js';
 import type {
   AuditRepo,
@@ -58,12 +65,22 @@ export interface RoundsDeps extends Omit<FlowRepos, 'audit' | 'jobs' | 'mail'> {
 }
 
 export class IssuanceRounds {
+  /**
+   * The completions (step 3 of `issue`), group committed: under load many orders' completions
+   * share one transaction (TransactionBatch). On the inline POST /Order path a completion was a
+   * transaction of its own per order, its commit ~240 µs of SQLite's time and on PostgreSQL two
+   * more round trips.
+   */
+  private readonly completions: TransactionBatch<FlowRepos>;
+
   constructor(
     private readonly deps: RoundsDeps,
     /** This process as the holder of issuance claims. */
     private readonly holder: string,
     private readonly proofs: Pick<ProofChecks, 'caaProblem'>,
-  ) {}
+  ) {
+    this.completions = new TransactionBatch(deps.transact);
+  }
 
   /**
    * Signs the order's current issuance round and completes the order, at most once per round.
@@ -211,7 +228,7 @@ export class IssuanceRounds {
     }
     // Step 3: complete, as the claim's holder only.
     const { serial, notAfter } = cert;
-    const completed = await this.deps.transact(async (tx) => {
+    const completed = await this.completions.run(async (tx) => {
       // issued_at stays the first issuance's: the cancel and refund windows count from it.
       const first =
         major === 'PENDING'

@@ -4,6 +4,7 @@
 import {
   CertdeskError,
   money,
+  TransactionBatch,
   waitingFor,
   type Clock,
   type CustomerId,
@@ -90,7 +91,17 @@ export function orderDetails(
 }
 
 export class OrderPlacement {
-  constructor(private readonly deps: PlacementDeps) {}
+  /**
+   * The orders' transactions, group committed (TransactionBatch): under load the orders placed
+   * while one transaction of them is being written share the next, one commit for many. An order
+   * refused in it (credit, a lost voucher redemption, a PartnerOrderID taken) rolls the shared one
+   * back, and each order is stored again on its own: the refusal is that order's alone.
+   */
+  private readonly stores: TransactionBatch<OrderRepos>;
+
+  constructor(private readonly deps: PlacementDeps) {
+    this.stores = new TransactionBatch(deps.transact);
+  }
 
   /**
    * Stores a checked order and, when its proof is already in place, issues it inline. `how.pay`
@@ -170,7 +181,7 @@ export class OrderPlacement {
       ...(inline ? { validatedAt: now, lastCheckedAt: now } : {}),
     }));
 
-    const stored = await this.deps.transact(async (tx) => {
+    const stored = await this.stores.run(async (tx) => {
       const created = await tx.orders.insertOrder(order);
       const orderId = created.id;
       await how.pay(tx, orderId, now);

@@ -7,12 +7,19 @@
  */
 export class GroupCommit<T> {
   private pending: { item: T; resolve: () => void; reject: (e: unknown) => void }[] = [];
-  private running: Promise<void> | undefined;
+  /** The writes in flight (at most `maxInFlight`). */
+  private readonly running = new Set<Promise<void>>();
   private scheduled = false;
 
   constructor(
     private readonly write: (items: T[]) => Promise<void | readonly (Error | undefined)[]>,
     private readonly maxBatch = 500,
+    /**
+     * How many writes may be in flight at once. With one, an item waits for the write in flight
+     * and then for its own; with more, an item that comes while fewer are in flight is written at
+     * once, alone or with what came in the same tick, and batches grow only when all are busy.
+     */
+    private readonly maxInFlight = 1,
   ) {}
 
   add(item: T): Promise<void> {
@@ -24,14 +31,14 @@ export class GroupCommit<T> {
 
   /** Resolves once nothing is pending or being written. */
   async idle(): Promise<void> {
-    while (this.running !== undefined || this.pending.length > 0) {
+    while (this.running.size > 0 || this.pending.length > 0) {
       this.schedule();
-      await (this.running ?? new Promise((r) => setImmediate(r)));
+      await (this.running.size > 0 ? Promise.race(this.running) : new Promise((r) => setImmediate(r)));
     }
   }
 
   private schedule(): void {
-    if (this.scheduled || this.running !== undefined) return;
+    if (this.scheduled || this.running.size >= this.maxInFlight) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
@@ -40,9 +47,9 @@ export class GroupCommit<T> {
   }
 
   private flush(): void {
-    if (this.running !== undefined || this.pending.length === 0) return;
+    if (this.running.size >= this.maxInFlight || this.pending.length === 0) return;
     const batch = this.pending.splice(0, this.maxBatch);
-    this.running = this.write(batch.map((b) => b.item))
+    const running: Promise<void> = this.write(batch.map((b) => b.item))
       .then(
         (refused) =>
           batch.forEach((b, i) => {
@@ -53,9 +60,10 @@ export class GroupCommit<T> {
         (e: unknown) => batch.forEach((b) => b.reject(e)),
       )
       .finally(() => {
-        this.running = undefined;
+        this.running.delete(running);
         if (this.pending.length > 0) this.schedule();
       });
+    this.running.add(running);
   }
 }
 
@@ -66,14 +74,16 @@ interface Unit<Tx> {
 }
 
 /**
- * Group commit of whole units of work: units started while a transaction of them is being written
- * (or in the same tick) run one after the other in the next one, which commits them together. On
- * SQLite that is one commit's WAL writes for many; on PostgreSQL one BEGIN and one COMMIT. Each
- * `run` gets its own unit's result. Should a unit throw, or the shared transaction fail, it is
- * rolled back whole and each of its units runs again alone, all at once, each in a transaction of its own: a unit's
- * failure stays its own, and the others commit as they would have alone. So a unit is written as
- * for any transaction (`inTransaction` reruns them on a conflict too): its effects are the
- * transaction's only, and it may run more than once.
+ * Group commit of whole units of work: units started while `maxInFlight` transactions of them are
+ * being written (or in the same tick) run one after the other in the next one, which commits them
+ * together. On SQLite that is one commit's WAL writes for many; on PostgreSQL one BEGIN and one
+ * COMMIT. A unit that comes while fewer are in flight starts a transaction at once, so at light
+ * load nothing waits for a batch (with one in flight, the paced POST /Order's p99 rose by half).
+ * Each `run` gets its own unit's result. Should a unit throw, or the shared transaction fail, it
+ * is rolled back whole and each of its units runs again alone, all at once, each in a transaction
+ * of its own: a unit's failure stays its own, and the others commit as they would have alone. So
+ * a unit is written as for any transaction (`inTransaction` reruns them on a conflict too): its
+ * effects are the transaction's only, and it may run more than once.
  *
  * What a unit writes becomes visible when its batch commits, not before; one unit does see what
  * the units before it in the batch wrote. Units must not depend on each other's absence.
@@ -81,7 +91,7 @@ interface Unit<Tx> {
 export class TransactionBatch<Tx> {
   private readonly commit: GroupCommit<Unit<Tx>>;
 
-  constructor(transact: <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>, maxBatch = 64) {
+  constructor(transact: <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>, maxBatch = 64, maxInFlight = 2) {
     const alone = async (unit: Unit<Tx>) => {
       try {
         unit.done = { value: await transact(unit.work) };
@@ -89,22 +99,26 @@ export class TransactionBatch<Tx> {
         unit.done = { error };
       }
     };
-    this.commit = new GroupCommit(async (units) => {
-      if (units.length > 1) {
-        try {
-          const values = await transact(async (tx) => {
-            const out: unknown[] = [];
-            for (const unit of units) out.push(await unit.work(tx));
-            return out;
-          });
-          units.forEach((unit, i) => (unit.done = { value: values[i] }));
-          return;
-        } catch {
-          // Rolled back whole: each unit again, alone (below).
+    this.commit = new GroupCommit(
+      async (units) => {
+        if (units.length > 1) {
+          try {
+            const values = await transact(async (tx) => {
+              const out: unknown[] = [];
+              for (const unit of units) out.push(await unit.work(tx));
+              return out;
+            });
+            units.forEach((unit, i) => (unit.done = { value: values[i] }));
+            return;
+          } catch {
+            // Rolled back whole: each unit again, alone (below).
+          }
         }
-      }
-      await Promise.all(units.map(alone));
-    }, maxBatch);
+        await Promise.all(units.map(alone));
+      },
+      maxBatch,
+      maxInFlight,
+    );
   }
 
   /** Runs `work` in a transaction shared with the units around it; resolves once that has committed. */

@@ -14,7 +14,7 @@ function heldWrites() {
   return { batches, releases, write };
 }
 
-/** A few turns of the event loop: a settled write's follow-up (its \`finally\`, the next flush) has run. */
+/** A few turns of the event loop: a settled write's follow-up (its `finally`, the next flush) has run. */
 const tick = async () => {
   for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
 };

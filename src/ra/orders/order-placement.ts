@@ -93,7 +93,7 @@ export function orderDetails(
 export class OrderPlacement {
   /**
    * The orders' transactions, group committed (TransactionBatch): under load the orders placed
-   * while one transaction of them is being written share the next, one commit for many. An order
+   * while its transactions in flight are being written share the next, one commit for many. An order
    * refused in it (credit, a lost voucher redemption, a PartnerOrderID taken) rolls the shared one
    * back, and each order is stored again on its own: the refusal is that order's alone.
    */

@@ -129,9 +129,4 @@ export class TransactionBatch<Tx> {
     if ('error' in done) throw done.error;
     return done.value as R;
   }
-
-  /** Resolves once nothing is pending or being written. */
-  idle(): Promise<void> {
-    return this.commit.idle();
-  }
 }

@@ -13,6 +13,8 @@ const STOP_TIMEOUT_MS = 5_000;
 export interface Usage {
   /** CPU time (user + system) in microseconds since the child started. */
   readonly cpuMicros: number;
+  /** The same for the child's DNS server process (0 without one). */
+  readonly dnsCpuMicros: number;
   /** Event loop utilization counters (ms). */
   readonly eluActive: number;
   readonly eluIdle: number;
@@ -132,7 +134,7 @@ export class ServerChild {
   async usage(): Promise<Usage> {
     const m = await this.request({ type: 'usage' });
     if (m.type !== 'usage') throw new Error(`server child ${this.name}: unexpected reply ${JSON.stringify(m)}`);
-    return { cpuMicros: m.cpuMicros, eluActive: m.eluActive, eluIdle: m.eluIdle };
+    return { cpuMicros: m.cpuMicros, dnsCpuMicros: m.dnsCpuMicros, eluActive: m.eluActive, eluIdle: m.eluIdle };
   }
 
   async startProfile(): Promise<void> {

@@ -43,6 +43,8 @@ export interface RunResult {
   readonly serverEluPct: number;
   /** This process's (autocannon's) CPU time over the run, in % of one core. */
   readonly loadgenCpuPct: number;
+  /** The CPU time of the order children's DNS server process over the run, in % of one core (0 without one). */
+  readonly dnsCpuPct: number;
   /**
    * CPU used on the machine by everything else (other processes), in % of one core: high values
    * mean the numbers are disturbed by other work.
@@ -106,6 +108,7 @@ export async function measure(child: ServerChild, spec: RequestSpec, options: Lo
   const eluTotal = eluActive + (after.eluIdle - before.eluIdle);
   const serverMicros = after.cpuMicros - before.cpuMicros;
   const ownMicros = own.user + own.system;
+  const dnsMicros = after.dnsCpuMicros - before.dnsCpuMicros;
 
   return {
     reqPerSec: counts.requests / counts.seconds,
@@ -120,7 +123,8 @@ export async function measure(child: ServerChild, spec: RequestSpec, options: Lo
     serverCpuPct: (100 * serverMicros) / wallMicros,
     serverEluPct: eluTotal > 0 ? (100 * eluActive) / eluTotal : 0,
     loadgenCpuPct: (100 * ownMicros) / wallMicros,
-    otherCpuPct: Math.max(0, (100 * (machineMicros - serverMicros - ownMicros)) / wallMicros),
+    dnsCpuPct: (100 * dnsMicros) / wallMicros,
+    otherCpuPct: Math.max(0, (100 * (machineMicros - serverMicros - ownMicros - dnsMicros)) / wallMicros),
   };
 }
 

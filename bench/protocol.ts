@@ -42,7 +42,7 @@ export interface ChildFixtures {
 
 export type ChildMessage =
   | { type: 'ready'; port: number; credentials?: { clientId: string; clientSecret: string }; fixtures: ChildFixtures }
-  | { type: 'usage'; id: number; cpuMicros: number; eluActive: number; eluIdle: number }
+  | { type: 'usage'; id: number; cpuMicros: number; dnsCpuMicros: number; eluActive: number; eluIdle: number }
   | { type: 'ack'; id: number }
   | { type: 'error'; id?: number; message: string };
 

@@ -28,6 +28,7 @@ export interface TargetSummary {
   readonly medianServerCpuPct: number;
   readonly medianServerEluPct: number;
   readonly medianLoadgenCpuPct: number;
+  readonly medianDnsCpuPct: number;
   readonly medianOtherCpuPct: number;
   /** Runs (1-based) during which other processes used ≥ DISTURBED_PCT % of a core. */
   readonly disturbedRuns: number[];
@@ -68,6 +69,7 @@ export function summarizeTarget(
     medianServerCpuPct: round(median(runs.map((r) => r.serverCpuPct)), 1),
     medianServerEluPct: round(median(runs.map((r) => r.serverEluPct)), 1),
     medianLoadgenCpuPct: round(median(runs.map((r) => r.loadgenCpuPct)), 1),
+    medianDnsCpuPct: round(median(runs.map((r) => r.dnsCpuPct)), 1),
     medianOtherCpuPct: round(median(runs.map((r) => r.otherCpuPct)), 1),
     disturbedRuns: runs.flatMap((r, i) => (r.otherCpuPct >= DISTURBED_PCT ? [i + 1] : [])),
     goal:
@@ -82,6 +84,7 @@ export function summarizeTarget(
       serverCpuPct: round(r.serverCpuPct, 1),
       serverEluPct: round(r.serverEluPct, 1),
       loadgenCpuPct: round(r.loadgenCpuPct, 1),
+      dnsCpuPct: round(r.dnsCpuPct, 1),
       otherCpuPct: round(r.otherCpuPct, 1),
     })),
   };

@@ -217,6 +217,7 @@ function gitRevision(): string | null {
 const fmt = (r: RunResult) =>
   `${Math.round(r.reqPerSec).toString().padStart(6)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  ` +
   `server CPU ${r.serverCpuPct.toFixed(0)} %  loadgen CPU ${r.loadgenCpuPct.toFixed(0)} %  other CPU ${r.otherCpuPct.toFixed(0)} %` +
+  (r.dnsCpuPct > 0 ? `  DNS server CPU ${r.dnsCpuPct.toFixed(0)} %` : '') +
   (r.non2xx + r.errors + r.timeouts > 0 ? `  non-2xx ${r.non2xx} errors ${r.errors} timeouts ${r.timeouts}` : '');
 
 let shuttingDown = false;

@@ -22,7 +22,7 @@ import { createServices, createWebApp, type Services } from '../src/main.js';
 import type { App } from '../src/web/types.js';
 import { generateKeyAndCsr } from '../src/ra/tools/keygen.js';
 import { scratchPostgresDatabase } from '../test/support/databases.js';
-import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.js';
+import { startDnsChild, type DnsChild } from './dns-child.js';
 import type { ChildFixtures, ChildMessage, ParentMessage, ServerKind, ServerSetup } from './protocol.js';
 import { BENCH_ORDERS, BENCH_ORDERS_SMALL, modifiedWindow, seedOrders } from './seed-orders.js';
 import { ORDER_INLINE_PRODUCT, benchDatabaseUrl, orderInlineBody } from './targets.js';
@@ -37,6 +37,8 @@ interface Running {
   port: number;
   credentials?: { clientId: string; clientSecret: string };
   fixtures: ChildFixtures;
+  /** The CPU time of the child's DNS server process, when it has one. */
+  dnsCpuMicros?: () => Promise<number>;
   close(): Promise<void>;
 }
 
@@ -72,10 +74,11 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
       CERTDESK_RATE_LIMIT: BENCH_RATE_LIMIT,
       CERTDESK_RATE_LIMIT_ANONYMOUS: BENCH_RATE_LIMIT,
     };
-    let dns: TestDnsServer | undefined;
+    let dns: DnsChild | undefined;
     if (setup === 'orders' || setup === 'ordersPg' || setup === 'vouchers') {
-      // A real DNS server on loopback, in this process (its CPU counts as the server's).
-      dns = await startDnsServer();
+      // A real DNS server on loopback, in a process of its own as a resolver would be (its CPU
+      // shows as "other CPU").
+      dns = await startDnsChild();
       cleanup.push(() => dns!.close());
       env.CERTDESK_DNS_SERVERS = dns.address;
     }
@@ -132,6 +135,7 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
       port: portOf(app.server.address()),
       credentials,
       fixtures,
+      ...(dns === undefined ? {} : { dnsCpuMicros: dns.cpuMicros }),
       close: () => runCleanup(cleanup),
     };
   } catch (e) {
@@ -176,7 +180,7 @@ function benchCsr(): string {
 async function orderFixture(
   app: App,
   services: Services,
-  dns: TestDnsServer,
+  dns: DnsChild,
   c: { clientId: string; clientSecret: string },
   customerId: number,
 ): Promise<number> {
@@ -205,7 +209,7 @@ async function orderFixture(
   const details = dnsData.DNSAuthDetails as { PointerType: string; DNSValue: string; FQDNs: string[] };
   if (details.PointerType !== 'TXT')
     throw new Error(`expected a TXT proof for ${ORDER_INLINE_PRODUCT.code}, got ${JSON.stringify(details)}`);
-  for (const name of details.FQDNs) dns.set(name, [{ type: 'TXT', data: details.DNSValue }]);
+  for (const name of details.FQDNs) await dns.set(name, [{ type: 'TXT', data: details.DNSValue }]);
 
   const quote = await call(
     'GET',
@@ -316,10 +320,12 @@ async function main(): Promise<void> {
           case 'usage': {
             const cpu = process.cpuUsage();
             const elu = performance.eventLoopUtilization();
+            const dnsCpuMicros = (await (await starting).dnsCpuMicros?.()) ?? 0;
             send({
               type: 'usage',
               id: message.id,
               cpuMicros: cpu.user + cpu.system,
+              dnsCpuMicros,
               eluActive: elu.active,
               eluIdle: elu.idle,
             });

@@ -12,6 +12,8 @@ import {
   checkDnsTxt,
   discoverApprovers,
   lookupsOnce,
+  type CaaRecord,
+  type DnsLookups,
 } from './dns-check.js';
 
 // Every test talks real DNS (UDP, TCP for long answers) to an authoritative server on loopback.
@@ -140,8 +142,9 @@ describe('lookupsOnce', () => {
       expect(txt.map((r) => r.ok)).toEqual([true, true]);
       for (const name of ['www.shop.example.com', 'shop.example.com'])
         expect(await checkCaa(once, name, US)).toEqual({ permitted: true, relevant: 'shop.example.com' });
-      // TXT at the name (it matches: _dnsauth.<name> is not asked); CAA at www.shop.example.com, then shop.example.com.
-      expect(dns.answered() - before).toBe(3);
+      // TXT at the name (it matches: _dnsauth.<name> is not asked); CAA at every level of the climb
+      // from www.shop.example.com, asked at once: www.shop.example.com, shop.example.com, example.com, com.
+      expect(dns.answered() - before).toBe(5);
       // Nothing is kept beyond the one order: the next one asks again and sees a changed record.
       dns.set('shop.example.com', [{ type: 'CAA', flags: 0, tag: 'issue', value: 'other.example' }]);
       expect(await checkCaa(lookupsOnce(resolver), 'shop.example.com', US)).toMatchObject({ permitted: false });
@@ -396,6 +399,40 @@ describe('checkDnsCname', () => {
 
 describe('checkCaa', () => {
   const caa = (tag: string, value: string, flags = 0) => ({ type: 'CAA' as const, flags, tag, value });
+
+  it('ok/every level is asked at once; a failure above the relevant set is not looked at, one below it is transient', async () => {
+    const asked: string[] = [];
+    let release!: () => void;
+    const answered = new Promise<void>((r) => (release = r));
+    const zone: Record<string, CaaRecord[] | 'fail'> = {
+      'a.b.example.com': [],
+      'b.example.com': [{ critical: false, tag: 'issue', value: US[0]! }],
+      'example.com': 'fail',
+      com: 'fail',
+    };
+    const lookups: DnsLookups = {
+      txt: async () => [],
+      cname: async () => null,
+      addresses: async () => [],
+      caa: async (n) => {
+        asked.push(n);
+        await answered;
+        const records = zone[n] ?? [];
+        if (records === 'fail') throw new DnsLookupError('ESERVFAIL', 'CAA', n);
+        return records;
+      },
+    };
+    const result = checkCaa(lookups, 'a.b.example.com', US);
+    // Before any answer has come, all four questions are out.
+    await new Promise((r) => setImmediate(r));
+    expect(asked).toEqual(['a.b.example.com', 'b.example.com', 'example.com', 'com']);
+    release();
+    expect(await result).toEqual({ permitted: true, relevant: 'b.example.com' });
+
+    zone['b.example.com'] = 'fail';
+    zone['example.com'] = [{ critical: false, tag: 'issue', value: US[0]! }];
+    expect(await checkCaa(lookups, 'a.b.example.com', US)).toMatchObject({ permitted: false, transient: true });
+  });
 
   it(
     'ok/no CAA anywhere: permitted',

@@ -220,7 +220,7 @@ const KNOWN_TAGS = new Set(['issue', 'issuewild', 'iodef', 'contactemail', 'cont
 
 /**
  * RFC 8659 §3: climb from `name` (wildcard '*.' removed for the lookup) towards the root until a
- * non-empty CAA RRset; no set = permitted. `issuerDomains` are this CA's identities (e.g.
+ * non-empty CAA RRset (every level asked at once); no set = permitted. `issuerDomains` are this CA's identities (e.g.
  * ['trustpoint.certdesk.test']). For a wildcard name use `issuewild` if present in the relevant
  * set, else `issue`. A critical flag on an unknown tag forbids. An `issue` value is
  * `domain; key=value…` (the issuer-domain-name counts, parameters are ignored); an empty value
@@ -235,17 +235,27 @@ export async function checkCaa(
   const fqdn = normalizeName(name);
   const wildcard = fqdn.startsWith('*.');
   const host = wildcard ? fqdn.slice(2) : fqdn;
+  // Every level of the climb is asked at once (as Boulder does): one round trip instead of one per
+  // label, and the questions share the resolver's socket. The answers are read in climbing order,
+  // so the relevant set and a failure below it count exactly as in a climb one level at a time;
+  // the answers above the relevant set are not looked at.
+  const candidates = climb(host);
+  const answers = candidates.map((candidate) =>
+    resolver.caa(candidate).then(
+      (records) => ({ records }),
+      (error: unknown) => ({ error }),
+    ),
+  );
   let relevant: { name: string; records: CaaRecord[] } | undefined;
-  for (const candidate of climb(host)) {
-    let records: CaaRecord[];
-    try {
-      records = await resolver.caa(candidate);
-    } catch (err) {
-      if (err instanceof DnsLookupError) return { permitted: false, transient: true, problem: err.message };
-      throw err;
+  for (const [i, candidate] of candidates.entries()) {
+    const answer = await answers[i]!;
+    if ('error' in answer) {
+      if (answer.error instanceof DnsLookupError)
+        return { permitted: false, transient: true, problem: answer.error.message };
+      throw answer.error;
     }
-    if (records.length > 0) {
-      relevant = { name: candidate, records };
+    if (answer.records.length > 0) {
+      relevant = { name: candidate, records: answer.records };
       break;
     }
   }

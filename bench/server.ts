@@ -76,8 +76,8 @@ async function startCertdesk(setup: ServerSetup): Promise<Running> {
     };
     let dns: DnsChild | undefined;
     if (setup === 'orders' || setup === 'ordersPg' || setup === 'vouchers') {
-      // A real DNS server on loopback, in a process of its own as a resolver would be (its CPU
-      // shows as "other CPU").
+      // A real DNS server on loopback, in a process of its own as a resolver would be (its CPU is
+      // reported on its own: "DNS server CPU").
       dns = await startDnsChild();
       cleanup.push(() => dns!.close());
       env.CERTDESK_DNS_SERVERS = dns.address;

@@ -220,11 +220,11 @@ const KNOWN_TAGS = new Set(['issue', 'issuewild', 'iodef', 'contactemail', 'cont
 
 /**
  * RFC 8659 §3: climb from `name` (wildcard '*.' removed for the lookup) towards the root until a
- * non-empty CAA RRset (every level asked at once); no set = permitted. `issuerDomains` are this CA's identities (e.g.
- * ['trustpoint.certdesk.test']). For a wildcard name use `issuewild` if present in the relevant
- * set, else `issue`. A critical flag on an unknown tag forbids. An `issue` value is
- * `domain; key=value…` (the issuer-domain-name counts, parameters are ignored); an empty value
- * (";") authorizes no one. Tags and domains are case-insensitive. A lookup that cannot be
+ * non-empty CAA RRset (every level asked at once); no set = permitted. `issuerDomains` are this
+ * CA's identities (e.g. ['trustpoint.certdesk.test']). For a wildcard name use `issuewild` if
+ * present in the relevant set, else `issue`. A critical flag on an unknown tag forbids. An `issue`
+ * value is `domain; key=value…` (the issuer-domain-name counts, parameters are ignored); an empty
+ * value (";") authorizes no one. Tags and domains are case-insensitive. A lookup that cannot be
  * answered is transient: never read as "no records" (that would permit).
  */
 export async function checkCaa(

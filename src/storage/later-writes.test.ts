@@ -221,6 +221,20 @@ describe('the statement of held writes', () => {
     expect(heldStatements([])).toEqual([]);
   });
 
+  it('ok/one write at several places of several statements: numbered for each place, the same every time', () => {
+    const a = { table: 'a', text: 'insert into "a" ("x", "y") values ($1, $2)', values: [1, 2] };
+    const b = { table: 'b', text: 'insert into "b" ("x") values ($1)', values: [3] };
+    const first = 'with "later_1" as (insert into "a" ("x", "y") values ($1, $2)) insert into "b" ("x") values ($3)';
+    const second = 'with "later_1" as (insert into "b" ("x") values ($1)) insert into "a" ("x", "y") values ($2, $3)';
+    for (let round = 0; round < 2; round++) {
+      expect(laterWritesStatement([a, b]).text).toBe(first);
+      expect(laterWritesStatement([b, a]).text).toBe(second);
+      expect(laterWritesStatement([b, b, a]).text).toBe(
+        'with "later_1" as (insert into "b" ("x") values ($1)), "later_2" as (insert into "b" ("x") values ($2)) insert into "a" ("x", "y") values ($3, $4)',
+      );
+    }
+  });
+
   it('ok/one write: as it is', () => {
     const write = { table: 'a', text: 'insert into "a" ("x") values ($1)', values: [1] };
     expect(laterWritesStatement([write])).toEqual({ text: write.text, values: write.values });

@@ -235,6 +235,20 @@ describe('the statement of held writes', () => {
     }
   });
 
+  it('ok/more places than the memo keeps: each still numbered right after it is cleared', () => {
+    const a = { table: 'a', text: 'insert into "a" ("x") values ($1)', values: [1] };
+    for (let offset = 1; offset <= 2_100; offset++) {
+      const filler = {
+        table: 'b',
+        text: 'insert into "b" ("x") values ($1)',
+        values: new Array<number>(offset).fill(0),
+      };
+      expect(laterWritesStatement([filler, a]).text).toBe(
+        `with "later_1" as (insert into "b" ("x") values ($1)) insert into "a" ("x") values ($${offset + 1})`,
+      );
+    }
+  });
+
   it('ok/one write: as it is', () => {
     const write = { table: 'a', text: 'insert into "a" ("x") values ($1)', values: [1] };
     expect(laterWritesStatement([write])).toEqual({ text: write.text, values: write.values });

@@ -138,33 +138,37 @@ export function laterWritesStatement(writes: readonly LaterWrite[]): { text: str
 
 /**
  * Memos of what is worked out from a statement's text alone, for the few texts the held writes
- * have (cleared when full: they only save work). Without them, rewriting the parameters of every
- * held write was a fifth of the connection's own time on the inline order path (BENCH_PROFILE=1).
+ * have. Without them, rewriting the parameters of every held write was a fifth of the
+ * connection's own time on the inline order path (BENCH_PROFILE=1). Each is cleared when it
+ * holds `MEMO_ENTRIES` (they only save work), which bounds them at a few MB of texts.
  */
+const MEMO_ENTRIES = 2_000;
 const textMemo = {
   foldable: new Map<string, boolean>(),
   /** text → offset → the text renumbered from that offset. */
   renumbered: new Map<string, Map<number, string>>(),
-  get<T>(memo: Map<string, T>, key: string, make: () => T): T {
-    let value = memo.get(key);
-    if (value === undefined) {
-      value = make();
-      if (memo.size >= 10_000) memo.clear();
-      memo.set(key, value);
-    }
-    return value;
-  },
+  /** The texts `renumbered` holds, over all offsets. */
+  renumberedEntries: 0,
 };
 
 /** `text` with its parameters `$n` numbered on from `offset`. */
 function renumbered(text: string, offset: number): string {
   if (offset === 0) return text;
-  const byOffset = textMemo.get(textMemo.renumbered, text, () => new Map<number, string>());
-  let done = byOffset.get(offset);
-  if (done === undefined) {
-    done = text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
-    byOffset.set(offset, done);
+  let byOffset = textMemo.renumbered.get(text);
+  let done = byOffset?.get(offset);
+  if (done !== undefined) return done;
+  done = text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+  if (textMemo.renumberedEntries >= MEMO_ENTRIES) {
+    textMemo.renumbered.clear();
+    textMemo.renumberedEntries = 0;
+    byOffset = undefined;
   }
+  if (byOffset === undefined) {
+    byOffset = new Map();
+    textMemo.renumbered.set(text, byOffset);
+  }
+  byOffset.set(offset, done);
+  textMemo.renumberedEntries++;
   return done;
 }
 
@@ -173,11 +177,13 @@ function renumbered(text: string, offset: number): string {
  * other (no SELECT, no FROM), with no literals whose text could hold a `$`.
  */
 function foldable(text: string): boolean {
-  return textMemo.get(
-    textMemo.foldable,
-    text,
-    () => /^(insert|update)\b/i.test(text) && !/\b(select|from)\b/i.test(text) && !/['$]\$|'/.test(text),
-  );
+  let answer = textMemo.foldable.get(text);
+  if (answer === undefined) {
+    answer = /^(insert|update)\b/i.test(text) && !/\b(select|from)\b/i.test(text) && !/['$]\$|'/.test(text);
+    if (textMemo.foldable.size >= MEMO_ENTRIES) textMemo.foldable.clear();
+    textMemo.foldable.set(text, answer);
+  }
+  return answer;
 }
 
 /**

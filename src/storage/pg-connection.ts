@@ -138,7 +138,7 @@ export function laterWritesStatement(writes: readonly LaterWrite[]): { text: str
 
 /**
  * Memos of what is worked out from a statement's text alone, for the few texts the held writes
- * have. Without them, rewriting the parameters of every held write was a fifth of the
+ * have. Without them, rewriting the parameters of every held write was two fifths of the
  * connection's own time on the inline order path (BENCH_PROFILE=1). Each is cleared when it
  * holds `MEMO_ENTRIES` (they only save work), which bounds them at a few MB of texts.
  */

@@ -235,7 +235,7 @@ describe('the statement of held writes', () => {
     }
   });
 
-  it('ok/more places than the memo keeps: each still numbered right after it is cleared', () => {
+  it('ok/one write at 2,100 places: numbered right at each', () => {
     const a = { table: 'a', text: 'insert into "a" ("x") values ($1)', values: [1] };
     for (let offset = 1; offset <= 2_100; offset++) {
       const filler = {

@@ -14,6 +14,20 @@ import type pg from 'pg';
  * and LIKE searches, which PostgreSQL must plan for each pattern (its literal start picks the
  * index range).
  */
+/**
+ * `memo`'s value for `key`, made and kept when it has none. A memo only saves work: one that
+ * holds `limit` entries is cleared, which bounds its memory whatever texts come.
+ */
+function memoised<T>(memo: Map<string, T>, key: string, make: () => T, limit: number): T {
+  let value = memo.get(key);
+  if (value === undefined) {
+    value = make();
+    if (memo.size >= limit) memo.clear();
+    memo.set(key, value);
+  }
+  return value;
+}
+
 class StatementNames {
   /** text → name, a memo of the hashes (cleared when full: it only saves hashing). */
   private readonly memo = new Map<string, string | null>();
@@ -22,18 +36,18 @@ class StatementNames {
 
   nameOf(text: string, parameters: number): string | undefined {
     if (parameters > 64) return undefined;
-    let name = this.memo.get(text);
-    if (name === undefined) {
-      name =
+    const name = memoised(
+      this.memo,
+      text,
+      () =>
         /^\s*(select|insert|update|delete|with)\b/i.test(text) && !/\blike\b/i.test(text)
           ? `certdesk_${createHash('sha256')
               .update(`${this.generations.get(text) ?? 0}:${text}`)
               .digest('base64url')
               .slice(0, 32)}`
-          : null;
-      if (this.memo.size >= 10_000) this.memo.clear();
-      this.memo.set(text, name);
-    }
+          : null,
+      10_000,
+    );
     return name ?? undefined;
   }
 
@@ -137,39 +151,23 @@ export function laterWritesStatement(writes: readonly LaterWrite[]): { text: str
 }
 
 /**
- * Memos of what is worked out from a statement's text alone, for the few texts the held writes
- * have. Without them, rewriting the parameters of every held write was two fifths of the
- * connection's own time on the inline order path (BENCH_PROFILE=1). Each is cleared when it
- * holds `MEMO_ENTRIES` (they only save work), which bounds them at a few MB of texts.
+ * What the held writes' statements work out from a text alone, for the few texts they have:
+ * the text cut at its parameters (`$n`), and whether it folds. Without them, rewriting the
+ * parameters of every held write with a regular expression was two fifths of the connection's
+ * own time on the inline order path (BENCH_PROFILE=1).
  */
 const MEMO_ENTRIES = 2_000;
-const textMemo = {
-  foldable: new Map<string, boolean>(),
-  /** text → offset → the text renumbered from that offset. */
-  renumbered: new Map<string, Map<number, string>>(),
-  /** The texts `renumbered` holds, over all offsets. */
-  renumberedEntries: 0,
-};
+/** text → its pieces: the text between parameters at even indices, each parameter's number at odd. */
+const parameterPieces = new Map<string, readonly string[]>();
+const foldableTexts = new Map<string, boolean>();
 
 /** `text` with its parameters `$n` numbered on from `offset`. */
 function renumbered(text: string, offset: number): string {
   if (offset === 0) return text;
-  let byOffset = textMemo.renumbered.get(text);
-  let done = byOffset?.get(offset);
-  if (done !== undefined) return done;
-  done = text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
-  if (textMemo.renumberedEntries >= MEMO_ENTRIES) {
-    textMemo.renumbered.clear();
-    textMemo.renumberedEntries = 0;
-    byOffset = undefined;
-  }
-  if (byOffset === undefined) {
-    byOffset = new Map();
-    textMemo.renumbered.set(text, byOffset);
-  }
-  byOffset.set(offset, done);
-  textMemo.renumberedEntries++;
-  return done;
+  const pieces = memoised(parameterPieces, text, () => text.split(/\$(\d+)/), MEMO_ENTRIES);
+  let out = pieces[0]!;
+  for (let i = 1; i < pieces.length; i += 2) out += `$${Number(pieces[i]) + offset}${pieces[i + 1]!}`;
+  return out;
 }
 
 /**
@@ -177,13 +175,12 @@ function renumbered(text: string, offset: number): string {
  * other (no SELECT, no FROM), with no literals whose text could hold a `$`.
  */
 function foldable(text: string): boolean {
-  let answer = textMemo.foldable.get(text);
-  if (answer === undefined) {
-    answer = /^(insert|update)\b/i.test(text) && !/\b(select|from)\b/i.test(text) && !/['$]\$|'/.test(text);
-    if (textMemo.foldable.size >= MEMO_ENTRIES) textMemo.foldable.clear();
-    textMemo.foldable.set(text, answer);
-  }
-  return answer;
+  return memoised(
+    foldableTexts,
+    text,
+    () => /^(insert|update)\b/i.test(text) && !/\b(select|from)\b/i.test(text) && !/['$]\$|'/.test(text),
+    MEMO_ENTRIES,
+  );
 }
 
 /**

@@ -75,7 +75,7 @@ interface Unit<Tx> {
 
 /**
  * Group commit of whole units of work: units started while `maxInFlight` transactions of them are
- * being written (or in the same tick) run one after the other in the next one, which commits them
+ * being written (or in the same tick) run side by side in the next one, which commits them
  * together. On SQLite that is one commit's WAL writes for many; on PostgreSQL one BEGIN and one
  * COMMIT. A unit that comes while fewer are in flight starts a transaction at once, so at light
  * load nothing waits for a batch (with one in flight, the paced POST /Order's p99 rose by half).
@@ -85,8 +85,10 @@ interface Unit<Tx> {
  * a unit is written as for any transaction (`inTransaction` reruns them on a conflict too): its
  * effects are the transaction's only, and it may run more than once.
  *
- * What a unit writes becomes visible when its batch commits, not before; one unit does see what
- * the units before it in the batch wrote. Units must not depend on each other's absence.
+ * What a unit writes becomes visible when its batch commits, not before; the units of a batch may
+ * see some of each other's writes, in any order. Units must not depend on each other's absence,
+ * nor on an order among them. Their statements go one at a time on the transaction's connection:
+ * side by side, the ones they make in the same turn can be gathered into one (storage `Gathering`).
  */
 export class TransactionBatch<Tx> {
   private readonly commit: GroupCommit<Unit<Tx>>;
@@ -104,9 +106,11 @@ export class TransactionBatch<Tx> {
         if (units.length > 1) {
           try {
             const values = await transact(async (tx) => {
-              const out: unknown[] = [];
-              for (const unit of units) out.push(await unit.work(tx));
-              return out;
+              // Side by side: the statements the units make in one turn can go as one (storage `Gathering`).
+              const settled = await Promise.allSettled(units.map(async (unit) => unit.work(tx)));
+              const failed = settled.find((s) => s.status === 'rejected');
+              if (failed !== undefined) throw failed.reason;
+              return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value);
             });
             units.forEach((unit, i) => (unit.done = { value: values[i] }));
             return;

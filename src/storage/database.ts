@@ -9,6 +9,7 @@ import {
   type SqliteDatabase,
 } from 'kysely';
 import pg from 'pg';
+import { Gathering } from './gathering.js';
 import { isReplannedStatement, markedLater, sendingLater, statementNames } from './pg-connection.js';
 import type { DB } from './schema.js';
 import { commitMarks, sharedMarks } from './sqlite-commits.js';
@@ -24,6 +25,8 @@ export interface Db {
   readonly url?: string;
   /** SQLite: reads run at once on the connection, outside Kysely, when it is idle (fixedQuery). */
   readonly direct?: DirectReads;
+  /** A PostgreSQL transaction's: the calls of one statement its units make in one turn, run as one (`Gathering`). */
+  readonly gathering?: Gathering;
   /** Closes every connection; the Db is unusable afterwards. */
   close(): Promise<void>;
 }
@@ -230,7 +233,12 @@ function isConflict(e: unknown): boolean {
  * a second run would repeat (outbox rows, not mail; values reset, not accumulated).
  */
 export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
-  const run = () => db.kysely.transaction().execute((trx) => fn({ ...db, kysely: trx }));
+  const run = () =>
+    db.kysely
+      .transaction()
+      .execute((trx) =>
+        fn({ ...db, kysely: trx, ...(db.dialect === 'postgres' ? { gathering: new Gathering() } : {}) }),
+      );
   let replanned = false;
   for (let conflicts = 0; ;) {
     try {

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testDialects } from '../../test/support/databases.js';
-import { money, type CustomerId, type OrderId } from '../core/index.js';
+import { money, TransactionBatch, type CustomerId, type OrderId } from '../core/index.js';
 import { CustomersRepo } from './customers-repo.js';
-import type { Db } from './database.js';
+import { inTransaction, type Db } from './database.js';
 import { OrderCertificatesRepo } from './order-certificates-repo.js';
 import { OrderNamesRepo } from './order-names-repo.js';
 import { OrderQueriesRepo } from './order-queries-repo.js';
-import { OrdersRepo, type NewOrder } from './orders-repo.js';
+import { isUniqueViolation, OrdersRepo, type NewOrder } from './orders-repo.js';
 
-describe.each(testDialects())('OrdersRepo on $dialect', ({ open }) => {
+describe.each(testDialects())('OrdersRepo on $dialect', ({ dialect, open }) => {
   let db: Db;
   let orders: OrdersRepo;
   let customer: CustomerId;
@@ -209,6 +209,184 @@ describe.each(testDialects())('OrdersRepo on $dialect', ({ open }) => {
     await expect(
       orders.insertOrder(newOrder({ minorStatus: 'WF_DNS_AUTH', issuanceClaim: { claim: 'inline/2', until: 2000 } })),
     ).rejects.toThrow(/only with an order awaiting issuance/);
+  });
+
+  /** `tx` with each statement it runs counted by its kind (InsertQueryNode, RawNode, …). */
+  const counted = (tx: Db, kinds: Map<string, number>): Db => ({
+    ...tx,
+    kysely: tx.kysely.withPlugin({
+      transformQuery: ({ node }) => {
+        kinds.set(node.kind, (kinds.get(node.kind) ?? 0) + 1);
+        return node;
+      },
+      transformResult: async ({ result }) => result,
+    }),
+  });
+
+  it('ok/orders inserted side by side in one turn of a transaction: each gets its own row, in one INSERT on PostgreSQL', async () => {
+    const kinds = new Map<string, number>();
+    const wanted = Array.from({ length: 6 }, (_, i) => newOrder({ commonName: `side${i}.example.com` }));
+    const stored = await inTransaction(db, (tx) => {
+      const repo = new OrdersRepo(counted(tx, kinds));
+      return Promise.all(wanted.map((o) => repo.insertOrder(o)));
+    });
+    expect(stored.map((o) => [o.partnerOrderId, o.commonName])).toEqual(
+      wanted.map((o) => [o.partnerOrderId, o.commonName]),
+    );
+    expect(new Set(stored.map((o) => o.id)).size).toBe(6);
+    for (const o of stored) expect(await orders.byId(o.id)).toEqual(o);
+    expect(kinds.get('InsertQueryNode')).toBe(dialect === 'postgres' ? 1 : 6);
+  });
+
+  it('fail/a PartnerOrderID twice in one turn: on PostgreSQL the gathered INSERT fails for all three, and nothing is stored', async () => {
+    const twice = newOrder();
+    const other = newOrder();
+    let settled: PromiseSettledResult<unknown>[] = [];
+    const committed = await inTransaction(db, async (tx) => {
+      const repo = new OrdersRepo(tx);
+      settled = await Promise.allSettled([
+        repo.insertOrder(twice),
+        repo.insertOrder({ ...twice }),
+        repo.insertOrder(other),
+      ]);
+    }).then(
+      () => true,
+      () => false,
+    );
+    expect(isUniqueViolation((settled[1] as PromiseRejectedResult).reason)).toBe(true);
+    if (dialect === 'postgres') {
+      expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      // The transaction failed with its statement: its COMMIT rolls back.
+      expect(committed).toBe(false);
+      expect(await orders.byPartnerOrderId(customer, other.partnerOrderId)).toBeUndefined();
+    } else {
+      // SQLite runs them one by one: the second alone is refused.
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    }
+  });
+
+  it('ok/completions side by side in one turn: each as alone (first issuance or not, claim lost), in one UPDATE on PostgreSQL', async () => {
+    const first = await claimed();
+    const second = await claimed();
+    const lost = await claimed();
+    const reissue = await claimed();
+    // A reissue round's completion: issued_at, term_end and the billing status stay the first issuance's.
+    expect(
+      await orders.markIssued(reissue, 'PENDING', 'holder/1', 1050, {
+        certNotAfter: 4000,
+        first: { issuedAt: 1050, termEnd: 9000 },
+      }),
+    ).toBeDefined();
+    await db.kysely
+      .updateTable('orders')
+      .set({ major_status: 'REISSUE', minor_status: 'WF_ISSUANCE', issuance_claim: 'holder/2' })
+      .where('id', '=', reissue)
+      .execute();
+    const kinds = new Map<string, number>();
+    const [a, b, c, d] = await inTransaction(db, (tx) => {
+      const repo = new OrdersRepo(counted(tx, kinds));
+      return Promise.all([
+        repo.markIssued(first, 'PENDING', 'holder/1', 1100, {
+          certNotAfter: 5000,
+          first: { issuedAt: 1100, termEnd: 9100 },
+        }),
+        repo.markIssued(second, 'PENDING', 'holder/1', 1200, {
+          certNotAfter: 6000,
+          first: { issuedAt: 1200, termEnd: 9200 },
+        }),
+        repo.markIssued(lost, 'PENDING', 'someone/else', 1300, {
+          certNotAfter: 7000,
+          first: { issuedAt: 1300, termEnd: 9300 },
+        }),
+        repo.markIssued(reissue, 'REISSUE', 'holder/2', 1400, { certNotAfter: 8000 }),
+      ]);
+    });
+    const done = { majorStatus: 'COMPLETE', minorStatus: 'COMPLETED', issuanceClaim: null, issuanceClaimUntil: null };
+    expect(a).toMatchObject({
+      ...done,
+      id: first,
+      updateDate: 1100,
+      certNotAfter: 5000,
+      issuedAt: 1100,
+      termEnd: 9100,
+    });
+    expect(b).toMatchObject({
+      ...done,
+      id: second,
+      updateDate: 1200,
+      certNotAfter: 6000,
+      issuedAt: 1200,
+      termEnd: 9200,
+    });
+    expect(c).toBeUndefined();
+    expect(d).toMatchObject({
+      ...done,
+      id: reissue,
+      updateDate: 1400,
+      certNotAfter: 8000,
+      issuedAt: 1050,
+      termEnd: 9000,
+    });
+    for (const o of [a, b, d]) expect(await orders.byId(o!.id)).toEqual(o);
+    expect(await orders.byId(lost)).toMatchObject({
+      majorStatus: 'PENDING',
+      minorStatus: 'WF_ISSUANCE',
+      issuanceClaim: 'holder/1',
+    });
+    expect((await orders.byId(first))!.price).toEqual(money(4900, 'EUR'));
+    const billing = await db.kysely
+      .selectFrom('orders')
+      .select(['id', 'billing_status'])
+      .where('id', 'in', [first, lost, reissue])
+      .orderBy('id')
+      .execute();
+    expect(billing.map((r) => r.billing_status)).toEqual(['cleared', 'uncleared', 'cleared']);
+    expect(kinds.get('UpdateQueryNode') ?? 0).toBe(dialect === 'postgres' ? 0 : 4);
+    if (dialect === 'postgres') expect(kinds.get('RawNode')).toBe(1);
+  });
+
+  it('race/completions gathered in batches while cancels of the same orders run: each order ends one way, as its caller was told', async () => {
+    const ids = await Promise.all(Array.from({ length: 24 }, () => claimed()));
+    const batch = new TransactionBatch(<T>(fn: (tx: OrdersRepo) => Promise<T>) =>
+      inTransaction(db, (tx) => fn(new OrdersRepo(tx))),
+    );
+    const completions = ids.map((id, i) =>
+      batch.run((tx) => tx.markIssued(id, 'PENDING', 'holder/1', 1100 + i, { certNotAfter: 5000 + i })),
+    );
+    // Every third order cancelled at the same moment, outside the batches.
+    const cancels = ids.map((id, i) =>
+      i % 3 === 0
+        ? orders.markCancelled(id, { major: 'PENDING', minor: 'WF_ISSUANCE' }, true, 1500)
+        : Promise.resolve(undefined),
+    );
+    const [completed, cancelled] = await Promise.all([Promise.all(completions), Promise.all(cancels)]);
+    for (const [i, id] of ids.entries()) {
+      const now = (await orders.byId(id))!;
+      if (completed[i] !== undefined) {
+        expect(cancelled[i]).not.toBe(true);
+        expect(now).toEqual(completed[i]);
+        expect(now).toMatchObject({ majorStatus: 'COMPLETE', certNotAfter: 5000 + i, updateDate: 1100 + i });
+      } else {
+        expect(cancelled[i]).toBe(true);
+        expect(now.majorStatus).toBe('CANCELLED');
+      }
+    }
+    // Only the cancelled ones can have lost; the rest completed.
+    expect(completed.filter((c) => c === undefined).length).toBeLessThanOrEqual(8);
+    expect(completed.filter((c, i) => c === undefined && i % 3 !== 0)).toEqual([]);
+  });
+
+  it('ok/one order completed twice in one turn: one by one, so the second finds it completed', async () => {
+    const id = await claimed();
+    const [a, b] = await inTransaction(db, (tx) => {
+      const repo = new OrdersRepo(tx);
+      return Promise.all([
+        repo.markIssued(id, 'PENDING', 'holder/1', 1100, { certNotAfter: 5000 }),
+        repo.markIssued(id, 'PENDING', 'holder/1', 1200, { certNotAfter: 6000 }),
+      ]);
+    });
+    expect(a).toMatchObject({ majorStatus: 'COMPLETE', certNotAfter: 5000 });
+    expect(b).toBeUndefined();
   });
 
   it('ok/names shown: awaiting issuance keeps the major (and any claim); awaiting vetting only from PENDING', async () => {

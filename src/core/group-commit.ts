@@ -107,9 +107,20 @@ export class TransactionBatch<Tx> {
           try {
             const values = await transact(async (tx) => {
               // Side by side: the statements the units make in one turn can go as one (storage `Gathering`).
-              const settled = await Promise.allSettled(units.map(async (unit) => unit.work(tx)));
-              const failed = settled.find((s) => s.status === 'rejected');
-              if (failed !== undefined) throw failed.reason;
+              // The first failure in time is the transaction's: after it PostgreSQL refuses every
+              // statement (25P02), and only the first tells a conflict the transaction's runner reruns.
+              let first: { error: unknown } | undefined;
+              const settled = await Promise.allSettled(
+                units.map(async (unit) => {
+                  try {
+                    return await unit.work(tx);
+                  } catch (error) {
+                    first ??= { error };
+                    throw error;
+                  }
+                }),
+              );
+              if (first !== undefined) throw first.error;
               return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value);
             });
             units.forEach((unit, i) => (unit.done = { value: values[i] }));

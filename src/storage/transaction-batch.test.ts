@@ -87,6 +87,31 @@ describe.each(testDialects())('TransactionBatch on $dialect', ({ open }) => {
     ]);
   });
 
+  it('fail/a conflict in one unit, then another unit failing for it: the conflict is what fails the batch, which runs again whole', async () => {
+    // As on PostgreSQL: one unit's statement is a deadlock's victim (40P01), and every statement
+    // of the transaction after it fails too (25P02), here a later one of the first unit's.
+    let runs = 0;
+    const results = await Promise.all([
+      batch.run(async (tx) => {
+        await insert(1, 'a')(tx);
+        await new Promise((r) => setTimeout(r, 20));
+        if (runs === 1) throw Object.assign(new Error('current transaction is aborted'), { code: '25P02' });
+        return 'a';
+      }),
+      batch.run(async (tx) => {
+        runs++;
+        await insert(2, 'b')(tx);
+        if (runs === 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+        return 'b';
+      }),
+    ]);
+    expect(results).toEqual(['a', 'b']);
+    // Both ran in one transaction twice (inTransaction reruns a conflict), never one by one.
+    expect(runs).toBe(2);
+    expect(begun).toBe(1);
+    expect((await rows()).map((r) => r.id)).toEqual([1, 2]);
+  });
+
   it('bad input/a unit that throws something not an Error: that value, as thrown', async () => {
     const thrown = { not: 'an error' };
     const results = await Promise.allSettled([

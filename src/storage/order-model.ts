@@ -36,6 +36,9 @@ import type { OrderNamesTable, OrdersTable } from './schema.js';
 type OrderRow = Selectable<OrdersTable>;
 type OrderNameRow = Selectable<OrderNamesTable>;
 
+/** Leaving WF_ISSUANCE ends the round's issuance claim: the columns every such change sets. */
+export const UNCLAIMED = { issuance_claim: null, issuance_claim_until: null } as const;
+
 /** A new order, as `OrdersRepo.insertOrder` stores it: PENDING, charge uncleared. */
 export type NewOrder = Pick<
   Order,

@@ -1,4 +1,4 @@
-import { sql, type Selectable, type Updateable } from 'kysely';
+import { sql, type Updateable } from 'kysely';
 import {
   orderId as toOrderId,
   type CustomerId,
@@ -12,11 +12,12 @@ import {
 } from '../core/index.js';
 import { fixedQuery, writeLater, type Db } from './database.js';
 import { OrderNamesRepo } from './order-names-repo.js';
+import { completeOrder, completeOrders, insertOrders, type Issued } from './order-writes.js';
 import { readOrderTag, type OrderTag } from './order-tags.js';
 import {
-  newOrderRow,
   reissueRoundColumns,
   toOrder,
+  UNCLAIMED,
   vettedOrganizationJson,
   type IssuedFacts,
   type NewOrder,
@@ -27,23 +28,10 @@ import type { OrdersTable } from './schema.js';
 
 export type { IssuedFacts, NewOrder, NewOrderName, ReissueRound } from './order-model.js';
 
-type OrderRow = Selectable<OrdersTable>;
-/** One `markIssued` call. */
-interface Issued {
-  readonly id: OrderId;
-  readonly major: MajorStatus;
-  readonly claim: string;
-  readonly at: number;
-  readonly facts: IssuedFacts;
-}
-
-/** Leaving WF_ISSUANCE ends the round's issuance claim. */
 /** One order of one customer (GET /Order and every read behind a request). */
 const orderOfCustomer = fixedQuery((k, customerId: CustomerId, id: OrderId) =>
   k.selectFrom('orders').selectAll().where('customer_id', '=', customerId).where('id', '=', id),
 );
-
-const UNCLAIMED = { issuance_claim: null, issuance_claim_until: null } as const;
 
 /** Whether an error is a unique-constraint violation (SQLite or PostgreSQL). */
 export function isUniqueViolation(e: unknown): boolean {
@@ -84,15 +72,9 @@ export class OrdersRepo {
   async insertOrder(order: NewOrder): Promise<Order> {
     if (order.issuanceClaim !== undefined && order.minorStatus !== 'WF_ISSUANCE')
       throw new Error('an issuance claim is taken only with an order awaiting issuance');
-    const insert = (orders: readonly NewOrder[]) =>
-      this.db.kysely.insertInto('orders').values(orders.map(newOrderRow)).returningAll().execute();
-    const one = async (o: NewOrder) => toOrder((await insert([o]))[0]!);
+    const one = async (o: NewOrder) => (await insertOrders(this.db, [o]))[0]!;
     if (this.db.gathering === undefined) return one(order);
-    return this.db.gathering.run('orders.insert', order, one, async (orders) => {
-      const ref = (customerId: number, partnerOrderId: string) => `${customerId} ${partnerOrderId}`;
-      const rows = new Map((await insert(orders)).map((r) => [ref(r.customer_id, r.partner_order_id), r]));
-      return orders.map((o) => toOrder(rows.get(ref(o.customerId, o.partnerOrderId))!));
-    });
+    return this.db.gathering.run('orders.insert', order, one, (all) => insertOrders(this.db, all));
   }
 
   /** One ledger line; the unique (order, kind) makes a second charge or refund of an order fail. */
@@ -231,59 +213,14 @@ export class OrdersRepo {
     at: number,
     facts: IssuedFacts,
   ): Promise<Order | undefined> {
-    const one = async ({ id, major, claim, at, facts }: Issued) => {
-      const first =
-        facts.first === undefined
-          ? {}
-          : { issued_at: facts.first.issuedAt, term_end: facts.first.termEnd, billing_status: 'cleared' };
-      const r = await this.db.kysely
-        .updateTable('orders')
-        .set({
-          major_status: 'COMPLETE',
-          minor_status: 'COMPLETED',
-          update_date: at,
-          ...UNCLAIMED,
-          cert_not_after: facts.certNotAfter,
-          ...first,
-        })
-        .where('id', '=', id)
-        .where('major_status', '=', major)
-        .where('minor_status', '=', 'WF_ISSUANCE')
-        .where('issuance_claim', '=', claim)
-        .returningAll()
-        .executeTakeFirst();
-      return r === undefined ? undefined : toOrder(r);
-    };
     const issued: Issued = { id, major, claim, at, facts };
-    if (this.db.gathering === undefined) return one(issued);
-    return this.db.gathering.run('orders.markIssued', issued, one, async (all) => {
-      // One order twice in a turn (never on the order paths: one claim holder completes it): one by one.
-      if (new Set(all.map((i) => i.id)).size < all.length) {
-        const out: (Order | undefined)[] = [];
-        for (const i of all) out.push(await one(i));
-        return out;
-      }
-      const values = all.map(
-        (i) =>
-          sql`(${i.id}::bigint, ${i.major}::text, ${i.claim}::text, ${i.at}::bigint, ${i.facts.certNotAfter}::bigint, ${
-            i.facts.first?.issuedAt ?? null
-          }::bigint, ${i.facts.first?.termEnd ?? null}::bigint)`,
-      );
-      // Each order as `one` completes it: issued_at, term_end and billing_status only on its first issuance.
-      const { rows } = await sql<OrderRow>`update orders set major_status = 'COMPLETE', minor_status = 'COMPLETED',
-          update_date = v.at, issuance_claim = null, issuance_claim_until = null, cert_not_after = v.not_after,
-          issued_at = coalesce(v.issued_at, orders.issued_at), term_end = coalesce(v.term_end, orders.term_end),
-          billing_status = case when v.issued_at is null then orders.billing_status else 'cleared' end
-        from (values ${sql.join(values)}) as v (id, major, claim, at, not_after, issued_at, term_end)
-        where orders.id = v.id and orders.major_status = v.major and orders.minor_status = 'WF_ISSUANCE'
-          and orders.issuance_claim = v.claim
-        returning orders.*`.execute(this.db.kysely);
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      return all.map((i) => {
-        const r = byId.get(i.id);
-        return r === undefined ? undefined : toOrder(r);
-      });
-    });
+    if (this.db.gathering === undefined) return completeOrder(this.db, issued);
+    return this.db.gathering.run(
+      'orders.markIssued',
+      issued,
+      (i) => completeOrder(this.db, i),
+      (all) => completeOrders(this.db, all),
+    );
   }
 
   // State changes. Each is one guarded UPDATE from the state the caller read: false, changing

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { Gathering } from './gathering.js';
 import { isReplannedStatement, markedLater, sendingLater, statementNames } from './pg-connection.js';
 import type { DB } from './schema.js';
+import { checkpointsAside } from './sqlite-checkpoints.js';
 import { commitMarks, sharedMarks } from './sqlite-commits.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -90,11 +91,9 @@ function openSqlite(file: string): Db {
   // 64 MiB of page cache (the default is 2 MiB): indexes on random keys (token hashes, DCV values)
   // are written at random pages; with the small cache recording a certificate cost ~3x more.
   raw.pragma('cache_size = -65536');
-  // A checkpoint every 10,000 WAL pages (~40 MB) instead of 1,000: a page written by many
-  // commits in between (an index's last leaf, the audit table's end) is copied back once, not
-  // once per thousand pages. Recording issued certificates went ~12 % faster (bench/ca.ts, ECDSA).
-  raw.pragma('wal_autocheckpoint = 10000');
   const commits = commitMarks(raw, file);
+  // Checkpoints on a thread of their own (sqlite-checkpoints.ts), not in a commit on the event loop.
+  const checkpoints = raw.memory ? undefined : checkpointsAside(raw, file, commits);
   const commitMark = sharedMarks(commits);
   const statements = withStatementCache(raw);
   const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements }) });
@@ -109,6 +108,7 @@ function openSqlite(file: string): Db {
     },
     // The connection first: the marks' descriptor of the -shm file may close only after it.
     close: async () => {
+      await checkpoints?.close();
       await kysely.destroy();
       commits.close();
     },

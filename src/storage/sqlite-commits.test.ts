@@ -110,6 +110,27 @@ describe('SQLite commit marks (the WAL-index header)', () => {
     expect(m.mark()).not.toBe(m0);
   });
 
+  it('ok/the backlog counts the frames a checkpoint has not copied back yet, in any connection', () => {
+    const { raw, file } = database();
+    raw.pragma('wal_autocheckpoint = 0');
+    raw.exec('CREATE TABLE t (a BLOB)');
+    const m = marksOf(raw, file);
+    raw.pragma('wal_checkpoint(TRUNCATE)');
+    expect(m.backlog()).toBe(0);
+    // 20 rows of 16 KiB: each overflows into four pages or more, all in one commit.
+    raw.transaction(() => {
+      for (let i = 0; i < 20; i++) raw.prepare('INSERT INTO t VALUES (?)').run(Buffer.alloc(16_384, i));
+    })();
+    const before = m.backlog()!;
+    expect(before).toBeGreaterThanOrEqual(80);
+    // A commit of another connection adds to it; a checkpoint of another connection empties it.
+    const other = connect(file);
+    other.prepare('INSERT INTO t VALUES (?)').run(Buffer.alloc(16_384, 99));
+    expect(m.backlog()).toBeGreaterThan(before);
+    other.pragma('wal_checkpoint(PASSIVE)');
+    expect(m.backlog()).toBe(0);
+  });
+
   it('ok/a fresh or reopened database has marks from its first commit on; a symbolic link finds the file', () => {
     const { raw, file, dir } = database();
     const link = join(dir, 'link.db');
@@ -167,6 +188,7 @@ describe('SQLite commit marks (the WAL-index header)', () => {
     const memory = new Database(':memory:');
     connections.push(memory);
     expect(commitMarks(memory, ':memory:').mark()).toBeUndefined();
+    expect(commitMarks(memory, ':memory:').backlog()).toBeUndefined();
     const { raw, file } = database();
     raw.exec('CREATE TABLE t (a INTEGER)');
     const m = marksOf(raw, file);
@@ -174,6 +196,7 @@ describe('SQLite commit marks (the WAL-index header)', () => {
     raw.close();
     m.close();
     expect(m.mark()).toBeUndefined();
+    expect(m.backlog()).toBeUndefined();
     m.close();
   });
 
@@ -189,7 +212,11 @@ describe('SQLite commit marks (the WAL-index header)', () => {
 });
 
 describe('sharedMarks (one header read for the requests waiting)', () => {
-  const marksFrom = (mark: () => number | undefined): CommitMarks => ({ mark, close: () => undefined });
+  const marksFrom = (mark: () => number | undefined): CommitMarks => ({
+    mark,
+    backlog: () => undefined,
+    close: () => undefined,
+  });
 
   it('ok/the calls waiting when the mark is taken share one read, taken after every one of them was made', async () => {
     let reads = 0;

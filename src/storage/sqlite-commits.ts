@@ -20,6 +20,10 @@ import { checkPhaseBatches } from '../core/index.js';
 /** One copy of the header (WalIndexHdr); its checksum covers the bytes before it. */
 const HEADER_BYTES = 48;
 const CHECKSUM_AT = 40;
+/** mxFrame in the header: the last valid frame of the WAL. */
+const MAX_FRAME_AT = 16;
+/** nBackfill, the first field of the checkpoint information after the header's two copies. */
+const BACKFILL_AT = 2 * HEADER_BYTES;
 /** The wal-index format, the same since SQLite 3.7.0. */
 const WAL_INDEX_VERSION = 3_007_000;
 const LITTLE_ENDIAN = endianness() === 'LE';
@@ -31,17 +35,22 @@ export interface CommitMarks {
    * recognised as this database's); the caller then reads the database.
    */
   mark(): number | undefined;
+  /**
+   * WAL frames not yet copied back into the database (`mxFrame - nBackfill` of the WAL-index: the
+   * work a checkpoint would do now); undefined when the header cannot be read at this moment.
+   */
+  backlog(): number | undefined;
   /** Call once the connection is closed (see `shmFiles`). */
   close(): void;
 }
 
-const NO_MARKS: CommitMarks = { mark: () => undefined, close: () => undefined };
+const NO_MARKS: CommitMarks = { mark: () => undefined, backlog: () => undefined, close: () => undefined };
 
 /** The commit marks of the database `raw` has open in WAL mode at `file`. */
 export function commitMarks(raw: Database.Database, file: string): CommitMarks {
   if (raw.memory) return NO_MARKS;
   let shm: ShmFile | undefined;
-  const both = Buffer.allocUnsafeSlow(2 * HEADER_BYTES);
+  const both = Buffer.allocUnsafeSlow(2 * HEADER_BYTES + 4);
   /** The last header seen, and the mark given for it: a new header, a new mark. */
   const seen = Buffer.alloc(HEADER_BYTES);
   let current = 0;
@@ -53,7 +62,7 @@ export function commitMarks(raw: Database.Database, file: string): CommitMarks {
   const read = (): Buffer | undefined => {
     if (shm === undefined || readSync(shm.fd, both, 0, both.length, 0) !== both.length) return undefined;
     const header = both.subarray(0, HEADER_BYTES);
-    if (!header.equals(both.subarray(HEADER_BYTES))) return undefined;
+    if (!header.equals(both.subarray(HEADER_BYTES, 2 * HEADER_BYTES))) return undefined;
     return u32(header, 0) === WAL_INDEX_VERSION && header[12] === 1 && checksumHolds(header) ? header : undefined;
   };
 
@@ -84,6 +93,13 @@ export function commitMarks(raw: Database.Database, file: string): CommitMarks {
         current++;
       }
       return current;
+    },
+    backlog: () => {
+      if (!open) return undefined;
+      shm ??= shmFiles.open(file);
+      const header = read();
+      if (header === undefined) return undefined;
+      return Math.max(0, u32(header, MAX_FRAME_AT) - u32(both, BACKFILL_AT));
     },
     close: () => {
       if (!open) return;

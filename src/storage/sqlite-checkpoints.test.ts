@@ -1,0 +1,125 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { openDatabase } from './database.js';
+import { CHECKPOINT_FRAMES, FALLBACK_FRAMES, checkpointsAside, type Checkpoints } from './sqlite-checkpoints.js';
+import { commitMarks, type CommitMarks } from './sqlite-commits.js';
+
+// The checkpoint thread copies the WAL back with a connection of its own, while this one writes.
+// The waits poll for what the thread did (vi.waitFor, generous timeouts): nothing here depends on
+// how fast the machine is.
+
+const WAIT = { timeout: 30_000, interval: 50 };
+
+describe('WAL checkpoints on a thread of their own', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  const database = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'certdesk-checkpoints-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'c.db');
+    const raw = new Database(file);
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('synchronous = NORMAL');
+    raw.exec('CREATE TABLE t (i INTEGER PRIMARY KEY, a BLOB)');
+    const marks = commitMarks(raw, file);
+    // Closed in this order: the thread's connection, this one, then the marks' descriptor.
+    cleanups.push(() => marks.close());
+    cleanups.push(() => {
+      if (raw.open) raw.close();
+    });
+    return { raw, file, marks };
+  };
+  const aside = (raw: Database.Database, file: string, marks: Pick<CommitMarks, 'backlog'>, frames: number) => {
+    const c = checkpointsAside(raw, file, marks, frames);
+    cleanups.push(() => c.close());
+    return c;
+  };
+  const write = (raw: Database.Database, from: number, rows: number) => {
+    const insert = raw.prepare('INSERT INTO t VALUES (?, ?)');
+    raw.transaction(() => {
+      for (let i = from; i < from + rows; i++) insert.run(i, Buffer.alloc(8_192, i));
+    })();
+  };
+
+  it('ok/a backlog past the threshold is copied back by the thread; the connection keeps only the fallback', async () => {
+    const { raw, file, marks } = database();
+    const checkpoints: Checkpoints = aside(raw, file, marks, 100);
+    expect(raw.pragma('wal_autocheckpoint', { simple: true })).toBe(FALLBACK_FRAMES);
+    write(raw, 0, 10); // ~20 frames: under the threshold, no checkpoint
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(checkpoints.done()).toBe(0);
+    expect(marks.backlog()).toBeGreaterThan(0);
+    write(raw, 10, 100);
+    await vi.waitFor(() => expect(checkpoints.done()).toBeGreaterThanOrEqual(1), WAIT);
+    expect(marks.backlog()).toBe(0);
+    // The database file itself holds the rows now: a copy of it alone, without the WAL, has them.
+    const copy = `${file}.copy`;
+    raw.exec(`VACUUM INTO '${copy}'`);
+    const reader = new Database(copy, { readonly: true });
+    expect(reader.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 110 });
+    reader.close();
+  });
+
+  it('race/commits go on while the thread checkpoints: every row is kept, the file stays whole', async () => {
+    const { raw, file, marks } = database();
+    const checkpoints = aside(raw, file, marks, 50);
+    let rows = 0;
+    // Write until the thread has checkpointed several times under the writes (each round yields
+    // to the event loop, whose poll starts the checkpoints), then a little more.
+    while (checkpoints.done() < 3) {
+      write(raw, rows, 20);
+      rows += 20;
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    write(raw, rows, 20);
+    rows += 20;
+    expect(raw.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: rows });
+    expect(raw.pragma('integrity_check', { simple: true })).toBe('ok');
+    await checkpoints.close();
+    raw.close();
+    const again = new Database(file);
+    expect(again.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: rows });
+    again.close();
+  });
+
+  it('fail/a thread that cannot open the database hands checkpoints back to the connection', async () => {
+    const { raw, file, marks } = database();
+    const checkpoints = aside(raw, join(file, 'not-a-file'), { backlog: () => 1_000_000 }, 1);
+    await vi.waitFor(() => expect(raw.pragma('wal_autocheckpoint', { simple: true })).toBe(CHECKPOINT_FRAMES), WAIT);
+    expect(checkpoints.done()).toBe(0);
+    await checkpoints.close();
+    // The connection checkpoints again by itself.
+    write(raw, 0, 10);
+    expect(marks.backlog()).toBeGreaterThan(0);
+  });
+
+  it('ok/closing before any checkpoint starts no thread; closing twice is harmless', async () => {
+    const { raw, file, marks } = database();
+    const checkpoints = checkpointsAside(raw, file, marks, 1_000_000);
+    write(raw, 0, 10);
+    await checkpoints.close();
+    await checkpoints.close();
+    expect(checkpoints.done()).toBe(0);
+  });
+
+  it('ok/a Db on a file checkpoints aside, and closes with its thread; an in-memory one has none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'certdesk-checkpoints-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const db = await openDatabase({ url: join(dir, 'd.db') });
+    const { rows } = await sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`.execute(db.kysely);
+    expect(rows[0]?.wal_autocheckpoint).toBe(FALLBACK_FRAMES);
+    await db.close();
+    const memory = await openDatabase({ url: ':memory:' });
+    const inMemory = await sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`.execute(memory.kysely);
+    expect(inMemory.rows[0]?.wal_autocheckpoint).not.toBe(FALLBACK_FRAMES);
+    await memory.close();
+  });
+});

@@ -2,7 +2,6 @@
 import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Redis } from 'ioredis';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { ServiceUrls, systemClock, type Clock } from './core/index.js';
@@ -281,10 +280,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // Redis when configured (rate limits shared by every process, and the broadcast); else the
   // database's LISTEN/NOTIFY carries the news between processes (SQLite: one process, itself).
   const onRedisError = (err: Error) => options.logger?.warn({ err }, 'Redis is unreachable; retrying');
+  // ioredis is loaded only when configured: a process without Redis (every CLI command of the
+  // default install) never loads it.
   const redis =
     config.redisUrl === undefined
       ? undefined
-      : new Redis(config.redisUrl, {
+      : new (await import('ioredis')).Redis(config.redisUrl, {
           maxRetriesPerRequest: 1,
           connectTimeout: 2000,
           // A Redis that stops answering without closing the connection (a cut path, a NAT that

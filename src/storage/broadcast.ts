@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { KEEPALIVE_AFTER_MS, type Db } from './database.js';
 
 // Several `serve` and `worker` processes share one database; what one of them caches (resolved
@@ -172,6 +171,8 @@ export async function postgresBroadcast(
   const channel = channelOf(db);
   const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   let closed = false;
+  // pg is loaded by the processes on PostgreSQL only (database.ts).
+  const { Client } = (await import('pg')).default;
   let started = false;
   let retry: NodeJS.Timeout | undefined;
   // The connection open or opening: never two, since a new one opens only after this one's loss.
@@ -181,7 +182,7 @@ export async function postgresBroadcast(
 
   const listen = async (): Promise<void> => {
     // Keepalive as on the pool's connections (database.ts); the round trips find a dead path sooner.
-    const c = new pg.Client({
+    const c = new Client({
       connectionString: url,
       keepAlive: true,
       keepAliveInitialDelayMillis: KEEPALIVE_AFTER_MS,

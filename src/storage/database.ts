@@ -8,7 +8,7 @@ import {
   type Compilable,
   type SqliteDatabase,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { Gathering } from './gathering.js';
 import { isReplannedStatement, markedLater, sendingLater, statementNames } from './pg-connection.js';
 import type { DB } from './schema.js';
@@ -65,8 +65,16 @@ export interface OpenOptions {
   readonly onConnectionError?: (err: Error) => void;
 }
 
-// int8 (bigint) columns hold seconds and minor units, far below 2^53: read them as numbers.
-pg.types.setTypeParser(20, (v) => Number(v));
+/**
+ * pg, loaded by the first PostgreSQL database this process opens: a process on SQLite (every CLI
+ * command of the default install) never loads it.
+ */
+async function loadPg(): Promise<typeof pg> {
+  const pg = (await import('pg')).default;
+  // int8 (bigint) columns hold seconds and minor units, far below 2^53: read them as numbers.
+  pg.types.setTypeParser(20, (v) => Number(v));
+  return pg;
+}
 
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
@@ -148,6 +156,7 @@ export const KEEPALIVE_AFTER_MS = 60_000;
 async function openPostgres(options: OpenOptions): Promise<Db> {
   const schema = options.schema;
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`bad schema name ${schema}`);
+  const pg = await loadPg();
   if (schema !== undefined) {
     const admin = new pg.Client({ connectionString: options.url });
     await admin.connect();

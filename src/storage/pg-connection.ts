@@ -113,8 +113,14 @@ function transactionStatus(client: pg.PoolClient): string | null | undefined {
   return (client as unknown as { getTransactionStatus?: () => string | null }).getTransactionStatus?.();
 }
 
-/** pg's own encoding of a parameter (what it does to each value as it writes a statement). */
-const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(value: unknown): unknown };
+/**
+ * pg's own encoding of a parameter (what it does to each value as it writes a statement), loaded
+ * at first use: a process on SQLite never loads pg (database.ts).
+ */
+let pgPrepareValue: ((value: unknown) => unknown) | undefined;
+const prepareValue = (value: unknown): unknown =>
+  (pgPrepareValue ??= (createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(value: unknown): unknown })
+    .prepareValue)(value);
 
 /** How `writeLater` marks its statements for the connection: the table, then the statement. */
 const LATER = '/* later ';

@@ -2,7 +2,7 @@
 // is set its delivery is queued with it (job `mail.deliver`): the worker sends it over SMTP and
 // retries with backoff, so no request waits on an SMTP server. A failed send never undoes what
 // the caller did: it is recorded with its error.
-import { createTransport } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { CertdeskError, formatTimestamp, type Clock, type ServiceUrls } from '../../core/index.js';
 import type { JobsRepo } from '../../storage/index.js';
 import { mailDeliveryJob, type MailRepo, type NewMail } from '../../storage/mail-repo.js';
@@ -42,15 +42,20 @@ export function smtpTransport(url: string, from: string): MailTransport {
   }
   if (protocol !== 'smtp:' && protocol !== 'smtps:')
     throw new Error(`bad SMTP URL scheme ${protocol} (expected smtp: or smtps:)`);
-  const transporter = createTransport({
-    url,
-    connectionTimeout: CONNECTION_TIMEOUT_MS,
-    greetingTimeout: GREETING_TIMEOUT_MS,
-    socketTimeout: SOCKET_TIMEOUT_MS,
-  });
+  // nodemailer is loaded by the first mail sent: a process that sends none (an API process, a
+  // CLI command) never loads it.
+  let transporter: Promise<Transporter> | undefined;
   return {
     async send(mail) {
-      await transporter.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
+      transporter ??= import('nodemailer').then(({ createTransport }) =>
+        createTransport({
+          url,
+          connectionTimeout: CONNECTION_TIMEOUT_MS,
+          greetingTimeout: GREETING_TIMEOUT_MS,
+          socketTimeout: SOCKET_TIMEOUT_MS,
+        }),
+      );
+      await (await transporter).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
     },
   };
 }

@@ -13,7 +13,6 @@ import {
   type ParsedCsr,
 } from '../../validation/index.js';
 import type { CatalogService } from '../catalog/catalog.js';
-import { generateKeyAndCsr } from './keygen.js';
 import { randomString } from '../accounts/secrets.js';
 
 /** DCV values live 30 days (DESIGN §5.6). */
@@ -84,6 +83,8 @@ export class Tools {
     if (isBlockedName(checked.name, this.blockList))
       return { qualified: false, reason: `${checked.name} is on the block list` };
     if (!generatePrivateKey) return { qualified: true };
+    // keygen.ts, and @peculiar/x509 behind it, load at the first key generated.
+    const { generateKeyAndCsr } = await import('./keygen.js');
     const { privateKeyPem, csrPem } = await generateKeyAndCsr(checked.name);
     return { qualified: true, csr: csrPem, privateKey: privateKeyPem };
   }

@@ -4,7 +4,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { migrateToLatest, openDatabase, type Db, type Dialect } from '../../src/storage/index.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A migrated PostgreSQL database made by the global setup, copied for each test's database. */
+    pgTemplate: string | undefined;
+  }
+}
 
 export interface TestDialect {
   readonly dialect: Dialect;
@@ -72,7 +80,8 @@ async function openSqlite(): Promise<Db> {
 export async function scratchPostgresDatabase(
   adminUrl: string,
   prefix = 'cdt',
-): Promise<{ url: string; drop: () => Promise<void> }> {
+  template?: string,
+): Promise<{ name: string; url: string; unused: () => Promise<void>; drop: () => Promise<void> }> {
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = async <R>(fn: (client: pg.Client) => Promise<R>): Promise<R> => {
     const client = new pg.Client({ connectionString: adminUrl });
@@ -83,24 +92,58 @@ export async function scratchPostgresDatabase(
       await client.end();
     }
   };
-  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+  const unusedBy = async (c: pg.Client) => {
+    for (let i = 0; i < 100; i++) {
+      const { rows } = await c.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
+        [name],
+      );
+      if (rows[0]?.n === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  await admin((c) => c.query(`CREATE DATABASE "${name}"${template === undefined ? '' : ` TEMPLATE "${template}"`}`));
   const own = new URL(adminUrl);
   own.pathname = `/${name}`;
   return {
+    name,
     url: own.toString(),
+    unused: () => admin(unusedBy),
     drop: () =>
       admin(async (c) => {
-        for (let i = 0; i < 100; i++) {
-          const { rows } = await c.query<{ n: number }>(
-            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
-            [name],
-          );
-          if (rows[0]?.n === 0) break;
-          await new Promise((r) => setTimeout(r, 20));
-        }
+        await unusedBy(c);
         await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
       }),
   };
+}
+
+/**
+ * A migrated database for `openPostgres` to copy (CREATE DATABASE … TEMPLATE): ~90 ms a test
+ * database instead of ~310 ms for creating one and running every migration in it. Made once per
+ * run by the global setup; connections to it are then refused, as a template must have none.
+ */
+export async function migratedPostgresTemplate(adminUrl: string): Promise<{ name: string; drop: () => Promise<void> }> {
+  const template = await scratchPostgresDatabase(adminUrl, 'cdt_template');
+  try {
+    const db = await openDatabase({ url: template.url, poolSize: 1 });
+    try {
+      await migrateToLatest(db);
+    } finally {
+      await db.close();
+    }
+    await template.unused();
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    try {
+      await admin.query(`ALTER DATABASE "${template.name}" WITH ALLOW_CONNECTIONS false`);
+    } finally {
+      await admin.end();
+    }
+  } catch (e) {
+    await template.drop();
+    throw e;
+  }
+  return { name: template.name, drop: template.drop };
 }
 
 /**
@@ -109,14 +152,16 @@ export async function scratchPostgresDatabase(
  * drops its own schema in the middle of that scan.)
  */
 async function openPostgres(url: string): Promise<Db> {
-  const scratch = await scratchPostgresDatabase(url);
+  // The global setup's migrated template when there is one (a run without it migrates each).
+  const template = inject('pgTemplate');
+  const scratch = await scratchPostgresDatabase(url, 'cdt', template);
   const db = await openDatabase({ url: scratch.url, poolSize: 5 });
   const close = async () => {
     await db.close();
     await scratch.drop();
   };
   try {
-    await migrateToLatest(db);
+    if (template === undefined) await migrateToLatest(db);
   } catch (e) {
     await close();
     throw e;

@@ -173,7 +173,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     jobs,
     clock,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
-    transport: config.smtpUrl === undefined ? null : smtpTransport(config.smtpUrl, mailFrom(urls)),
+    transport: config.smtpUrl === undefined ? null : await smtpTransport(config.smtpUrl, mailFrom(urls)),
   });
   const notifier = new Notifier({ ...repos, mailer, mail: mailRepo, jobs, clock, urls });
   const orderFlow = new OrderFlow({

@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { sql } from 'kysely';
+import { spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from './database.js';
 import { CHECKPOINT_FRAMES, FALLBACK_FRAMES, checkpointsAside, type Checkpoints } from './sqlite-checkpoints.js';
@@ -59,9 +60,9 @@ describe('WAL checkpoints on a thread of their own', () => {
     write(raw, 10, 100);
     await vi.waitFor(() => expect(checkpoints.done()).toBeGreaterThanOrEqual(1), WAIT);
     expect(marks.backlog()).toBe(0);
-    // The database file itself holds the rows now: a copy of it alone, without the WAL, has them.
+    // The database file itself holds the rows now: a copy of that file alone, without its WAL, has them.
     const copy = `${file}.copy`;
-    raw.exec(`VACUUM INTO '${copy}'`);
+    copyFileSync(file, copy);
     const reader = new Database(copy, { readonly: true });
     expect(reader.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 110 });
     reader.close();
@@ -71,11 +72,14 @@ describe('WAL checkpoints on a thread of their own', () => {
     const { raw, file, marks } = database();
     const checkpoints = aside(raw, file, marks, 50);
     let rows = 0;
+    let largestWal = 0;
     // Write until the thread has checkpointed several times under the writes (each round yields
     // to the event loop, whose poll starts the checkpoints), then a little more.
-    while (checkpoints.done() < 3) {
+    while (checkpoints.done() < 10) {
+      if (rows > 200_000) throw new Error(`the thread checkpointed ${checkpoints.done()} times in ${rows} rows`);
       write(raw, rows, 20);
       rows += 20;
+      largestWal = Math.max(largestWal, statSync(`${file}-wal`).size);
       await new Promise((resolve) => setImmediate(resolve));
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
@@ -83,6 +87,8 @@ describe('WAL checkpoints on a thread of their own', () => {
     rows += 20;
     expect(raw.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: rows });
     expect(raw.pragma('integrity_check', { simple: true })).toBe('ok');
+    // The WAL started over after the checkpoints: it never held the ~3 frames of each of the rows.
+    expect(largestWal).toBeLessThan(rows * 3 * 4096);
     await checkpoints.close();
     raw.close();
     const again = new Database(file);
@@ -96,9 +102,10 @@ describe('WAL checkpoints on a thread of their own', () => {
     await vi.waitFor(() => expect(raw.pragma('wal_autocheckpoint', { simple: true })).toBe(CHECKPOINT_FRAMES), WAIT);
     expect(checkpoints.done()).toBe(0);
     await checkpoints.close();
-    // The connection checkpoints again by itself.
-    write(raw, 0, 10);
-    expect(marks.backlog()).toBeGreaterThan(0);
+    // The connection checkpoints again by itself: 600 rows of 8 KiB (three frames each) in
+    // commits of 100 cross its threshold, and its commit copies them back.
+    for (let i = 0; i < 60; i++) write(raw, i * 100, 100);
+    expect(marks.backlog()).toBeLessThan(CHECKPOINT_FRAMES);
   });
 
   it('ok/closing before any checkpoint starts no thread; closing twice is harmless', async () => {
@@ -108,6 +115,51 @@ describe('WAL checkpoints on a thread of their own', () => {
     await checkpoints.close();
     await checkpoints.close();
     expect(checkpoints.done()).toBe(0);
+  });
+
+  it('race/a close called twice while the thread checkpoints: both wait for the thread to end', async () => {
+    const { raw, file, marks } = database();
+    const checkpoints = checkpointsAside(raw, file, marks, 10);
+    write(raw, 0, 200);
+    await vi.waitFor(() => expect(checkpoints.done()).toBeGreaterThanOrEqual(1), WAIT);
+    write(raw, 200, 200);
+    // Both calls, made in one turn, resolve only once the thread's connection is closed.
+    const closed = await Promise.all([checkpoints.close(), checkpoints.close()]);
+    expect(closed).toEqual([undefined, undefined]);
+    raw.close();
+    const again = new Database(file);
+    expect(again.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 400 });
+    expect(again.pragma('integrity_check', { simple: true })).toBe('ok');
+    again.close();
+  });
+
+  it('ok/a process whose only work left is closing the Db waits for the thread, and exits 0', async () => {
+    // As a CLI command does: a child process opens a Db on a file, writes past the threshold (the
+    // thread starts), and closes at the end of its top-level await; then it exits 0 with every row.
+    const dir = mkdtempSync(join(tmpdir(), 'certdesk-checkpoints-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const code = `
+      const { openDatabase } = await import(${JSON.stringify(new URL('./database.ts', import.meta.url).pathname)});
+      const { sql } = await import('kysely');
+      const db = await openDatabase({ url: process.argv[1] });
+      await sql\`CREATE TABLE t (a BLOB)\`.execute(db.kysely);
+      // ~14,000 frames (4,800 rows of 8 KiB, three pages each): past the thread's threshold.
+      for (let i = 0; i < 4; i++) await sql\`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 1200) INSERT INTO t SELECT randomblob(8192) FROM c\`.execute(db.kysely);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      await db.close();
+      console.log('closed');
+    `;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, join(dir, 'p.db')], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('closed');
+    expect(r.status).toBe(0);
+    const after = new Database(join(dir, 'p.db'));
+    expect(after.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 4_800 });
+    expect(after.pragma('integrity_check', { simple: true })).toBe('ok');
+    after.close();
   });
 
   it('ok/a Db on a file checkpoints aside, and closes with its thread; an in-memory one has none', async () => {

@@ -21,6 +21,8 @@ const POLL_MS = 250;
  * faster than at the default (bench/ca.ts, ECDSA), when that was still done in a commit.
  */
 export const CHECKPOINT_FRAMES = 10_000;
+/** At most this many checkpoints back to back in one cycle (see `checkpointsAside`). */
+const MAX_ROUNDS = 20;
 /** The connection's own autocheckpoint, for when the thread is not there or falls behind. */
 export const FALLBACK_FRAMES = 40_000;
 
@@ -64,20 +66,33 @@ export function checkpointsAside(
   frames = CHECKPOINT_FRAMES,
 ): Checkpoints {
   raw.pragma(`wal_autocheckpoint = ${FALLBACK_FRAMES}`);
-  let thread: Worker | undefined;
+  let thread: { readonly worker: Worker; readonly exited: Promise<void> } | undefined;
   let running = false;
   let failed = false;
+  let closing: Promise<void> | undefined;
   let done = 0;
+  /** Checkpoints run back to back in the current cycle. */
+  let rounds = 0;
 
-  const start = (): Worker => {
+  const start = (): NonNullable<typeof thread> => {
     const worker = new Worker(THREAD, {
       eval: true,
       workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file },
     });
+    // Unref'd, not to keep a process alive for a checkpoint; `close` refs it to wait for its end.
     worker.unref();
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.on('message', (answer: { ok: boolean }) => {
       running = false;
       if (answer.ok) done++;
+      // A cycle goes on until no frame is left behind: a PASSIVE checkpoint copies the frames
+      // there were when it began, and a writer starts the WAL over (instead of letting it grow to
+      // the fallback, whose checkpoint runs in a commit) only once every frame is copied. Each
+      // round has fewer frames to copy: those committed during the round before.
+      const backlog = marks.backlog();
+      if (answer.ok && closing === undefined && backlog !== undefined && backlog > 0 && ++rounds < MAX_ROUNDS)
+        checkpoint();
+      else rounds = 0;
     });
     // A thread that could not start or died: the connection's own autocheckpoint takes over.
     worker.on('error', () => {
@@ -85,29 +100,33 @@ export function checkpointsAside(
       running = false;
       if (raw.open) raw.pragma(`wal_autocheckpoint = ${CHECKPOINT_FRAMES}`);
     });
-    return worker;
+    return { worker, exited };
+  };
+
+  const checkpoint = () => {
+    thread ??= start();
+    running = true;
+    thread.worker.postMessage('checkpoint');
   };
 
   const poll = setInterval(() => {
-    if (running || failed) return;
+    if (running || failed || closing !== undefined) return;
     const backlog = marks.backlog();
-    if (backlog === undefined || backlog < frames) return;
-    thread ??= start();
-    running = true;
-    thread.postMessage('checkpoint');
+    if (backlog !== undefined && backlog >= frames) checkpoint();
   }, POLL_MS);
   poll.unref();
 
   return {
     done: () => done,
-    close: async () => {
-      clearInterval(poll);
-      const worker = thread;
-      thread = undefined;
-      if (worker === undefined || failed) return;
-      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-      worker.postMessage('close');
-      await exited;
-    },
+    // Once, however often called: a second call waits for the first (the Db closes its connection
+    // and the marks' descriptor only after the thread's connection is closed).
+    close: () =>
+      (closing ??= (async () => {
+        clearInterval(poll);
+        if (thread === undefined) return;
+        thread.worker.ref();
+        if (!failed) thread.worker.postMessage('close');
+        await thread.exited;
+      })()),
   };
 }

@@ -59,7 +59,7 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
 
   it('ok/send records the mail and queues its delivery, talking no SMTP; delivery sends it and records it sent', async () => {
     const logger = { warn: vi.fn() };
-    const mailer = mailerWith(smtpTransport(smtp.url, from), logger);
+    const mailer = mailerWith(await smtpTransport(smtp.url, from), logger);
     const before = smtp.received.length;
     const id = await mailer.send(approval);
     expect(smtp.received.length).toBe(before);
@@ -107,7 +107,7 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
 
   it('fail/an unreachable SMTP server: send resolves at once; delivery records the failure and throws for a retry, the log names no address or body', async () => {
     const logger = { warn: vi.fn() };
-    const mailer = mailerWith(smtpTransport(`smtp://127.0.0.1:${refused.port}`, from), logger);
+    const mailer = mailerWith(await smtpTransport(`smtp://127.0.0.1:${refused.port}`, from), logger);
     const id = await mailer.send({ ...approval, orderId: 32 });
     expect(logger.warn).not.toHaveBeenCalled();
 
@@ -194,7 +194,7 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
     });
 
   it('ok/sendIn records the mail and queues its delivery in the transaction of its caller, as send does; delivery sends it', async () => {
-    const mailer = mailerWith(smtpTransport(smtp.url, from));
+    const mailer = mailerWith(await smtpTransport(smtp.url, from));
     await sentIn(mailer, 50);
     const [mail] = await repo.list({ limit: 5, orderId: 50 });
     expect(mail).toMatchObject({ status: 'outbox', to: approval.to, subject: approval.subject, text: approval.text });
@@ -422,9 +422,9 @@ describe.each(testDialects())('Mailer on $dialect', ({ open }) => {
     expect(sent).toEqual([]);
   });
 
-  it('fail/refuses a URL that is not smtp:// or smtps://', () => {
-    expect(() => smtpTransport('http://127.0.0.1:25', from)).toThrow(/scheme/);
-    expect(() => smtpTransport('not a url', from)).toThrow(/SMTP URL/);
+  it('fail/refuses a URL that is not smtp:// or smtps://', async () => {
+    await expect(smtpTransport('http://127.0.0.1:25', from)).rejects.toThrow(/scheme/);
+    await expect(smtpTransport('not a url', from)).rejects.toThrow(/SMTP URL/);
   });
 
   it('ok/the sender is noreply at the public URL host', () => {

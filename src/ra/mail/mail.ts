@@ -2,7 +2,6 @@
 // is set its delivery is queued with it (job `mail.deliver`): the worker sends it over SMTP and
 // retries with backoff, so no request waits on an SMTP server. A failed send never undoes what
 // the caller did: it is recorded with its error.
-import type { Transporter } from 'nodemailer';
 import { CertdeskError, formatTimestamp, type Clock, type ServiceUrls } from '../../core/index.js';
 import type { JobsRepo } from '../../storage/index.js';
 import { mailDeliveryJob, type MailRepo, type NewMail } from '../../storage/mail-repo.js';
@@ -31,9 +30,10 @@ const MAX_ERROR_LENGTH = 1_000;
 /**
  * A transport sending through the SMTP server of `url` (`smtp://host:port`, or `smtps://`, with
  * optional `user:pass@`) from `from` (see `mailFrom`). One connection per mail: mail is rare, and
- * nothing is left open to close.
+ * nothing is left open to close. nodemailer loads here, so a process without SMTP never loads it,
+ * and a URL it refuses still stops the start.
  */
-export function smtpTransport(url: string, from: string): MailTransport {
+export async function smtpTransport(url: string, from: string): Promise<MailTransport> {
   let protocol: string;
   try {
     protocol = new URL(url).protocol;
@@ -42,20 +42,16 @@ export function smtpTransport(url: string, from: string): MailTransport {
   }
   if (protocol !== 'smtp:' && protocol !== 'smtps:')
     throw new Error(`bad SMTP URL scheme ${protocol} (expected smtp: or smtps:)`);
-  // nodemailer is loaded by the first mail sent: a process that sends none (an API process, a
-  // CLI command) never loads it.
-  let transporter: Promise<Transporter> | undefined;
+  const { createTransport } = await import('nodemailer');
+  const transporter = createTransport({
+    url,
+    connectionTimeout: CONNECTION_TIMEOUT_MS,
+    greetingTimeout: GREETING_TIMEOUT_MS,
+    socketTimeout: SOCKET_TIMEOUT_MS,
+  });
   return {
     async send(mail) {
-      transporter ??= import('nodemailer').then(({ createTransport }) =>
-        createTransport({
-          url,
-          connectionTimeout: CONNECTION_TIMEOUT_MS,
-          greetingTimeout: GREETING_TIMEOUT_MS,
-          socketTimeout: SOCKET_TIMEOUT_MS,
-        }),
-      );
-      await (await transporter).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
+      await transporter.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
     },
   };
 }

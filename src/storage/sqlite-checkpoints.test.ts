@@ -15,6 +15,19 @@ import { commitMarks, type CommitMarks } from './sqlite-commits.js';
 
 const WAIT = { timeout: 30_000, interval: 50 };
 
+/** The rows of table t in the database at `file`, opened anew, and whether the file is whole. */
+function reopened(file: string): { rows: unknown; integrity: unknown } {
+  const db = new Database(file);
+  try {
+    return {
+      rows: (db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n,
+      integrity: db.pragma('integrity_check', { simple: true }),
+    };
+  } finally {
+    db.close();
+  }
+}
+
 describe('WAL checkpoints on a thread of their own', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterEach(async () => {
@@ -91,9 +104,7 @@ describe('WAL checkpoints on a thread of their own', () => {
     expect(largestWal).toBeLessThan(rows * 3 * 4096);
     await checkpoints.close();
     raw.close();
-    const again = new Database(file);
-    expect(again.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: rows });
-    again.close();
+    expect(reopened(file)).toEqual({ rows, integrity: 'ok' });
   });
 
   it('fail/a thread that cannot open the database hands checkpoints back to the connection', async () => {
@@ -127,10 +138,7 @@ describe('WAL checkpoints on a thread of their own', () => {
     const closed = await Promise.all([checkpoints.close(), checkpoints.close()]);
     expect(closed).toEqual([undefined, undefined]);
     raw.close();
-    const again = new Database(file);
-    expect(again.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 400 });
-    expect(again.pragma('integrity_check', { simple: true })).toBe('ok');
-    again.close();
+    expect(reopened(file)).toEqual({ rows: 400, integrity: 'ok' });
   });
 
   it('ok/a process whose only work left is closing the Db waits for the thread, and exits 0', async () => {
@@ -156,10 +164,7 @@ describe('WAL checkpoints on a thread of their own', () => {
     expect(r.stderr).toBe('');
     expect(r.stdout.trim()).toBe('closed');
     expect(r.status).toBe(0);
-    const after = new Database(join(dir, 'p.db'));
-    expect(after.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 4_800 });
-    expect(after.pragma('integrity_check', { simple: true })).toBe('ok');
-    after.close();
+    expect(reopened(join(dir, 'p.db'))).toEqual({ rows: 4_800, integrity: 'ok' });
   });
 
   it('ok/a Db on a file checkpoints aside, and closes with its thread; an in-memory one has none', async () => {

@@ -33,7 +33,7 @@ export interface Checkpoints {
   close(): Promise<void>;
 }
 
-/** CommonJS, run by the thread: one connection, one PASSIVE checkpoint per message. */
+/** CommonJS, run by the thread: one connection, one PASSIVE checkpoint per message, answered whether it ran. */
 const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.module);
@@ -46,10 +46,10 @@ parentPort.on('message', (message) => {
     return;
   }
   try {
-    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
-    parentPort.postMessage({ ok: true, result });
-  } catch (err) {
-    parentPort.postMessage({ ok: false, error: String(err) });
+    db.pragma('wal_checkpoint(PASSIVE)');
+    parentPort.postMessage(true);
+  } catch {
+    parentPort.postMessage(false);
   }
 });
 `;
@@ -82,16 +82,15 @@ export function checkpointsAside(
     // Unref'd, not to keep a process alive for a checkpoint; `close` refs it to wait for its end.
     worker.unref();
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-    worker.on('message', (answer: { ok: boolean }) => {
+    worker.on('message', (ran: boolean) => {
       running = false;
-      if (answer.ok) done++;
+      if (ran) done++;
       // A cycle goes on until no frame is left behind: a PASSIVE checkpoint copies the frames
       // there were when it began, and a writer starts the WAL over (instead of letting it grow to
       // the fallback, whose checkpoint runs in a commit) only once every frame is copied. Each
       // round has fewer frames to copy: those committed during the round before.
       const backlog = marks.backlog();
-      if (answer.ok && closing === undefined && backlog !== undefined && backlog > 0 && ++rounds < MAX_ROUNDS)
-        checkpoint();
+      if (ran && closing === undefined && backlog !== undefined && backlog > 0 && ++rounds < MAX_ROUNDS) checkpoint();
       else rounds = 0;
     });
     // A thread that could not start or died: the connection's own autocheckpoint takes over.

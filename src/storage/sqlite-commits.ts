@@ -58,8 +58,11 @@ export function commitMarks(raw: Database.Database, file: string): CommitMarks {
   /** A header that was not recognised: asked again only once it has changed (a commit). */
   const refused = Buffer.alloc(HEADER_BYTES);
 
+  let open = true;
   // The header, when whole; it stays in `both` until the next read.
   const read = (): Buffer | undefined => {
+    if (!open) return undefined;
+    shm ??= shmFiles.open(file);
     if (shm === undefined || readSync(shm.fd, both, 0, both.length, 0) !== both.length) return undefined;
     const header = both.subarray(0, HEADER_BYTES);
     if (!header.equals(both.subarray(HEADER_BYTES, 2 * HEADER_BYTES))) return undefined;
@@ -81,11 +84,8 @@ export function commitMarks(raw: Database.Database, file: string): CommitMarks {
     return false;
   };
 
-  let open = true;
   return {
     mark: () => {
-      if (!open) return undefined;
-      shm ??= shmFiles.open(file);
       const header = read();
       if (header === undefined || !(recognised ||= recognise(header))) return undefined;
       if (!header.equals(seen)) {
@@ -95,8 +95,6 @@ export function commitMarks(raw: Database.Database, file: string): CommitMarks {
       return current;
     },
     backlog: () => {
-      if (!open) return undefined;
-      shm ??= shmFiles.open(file);
       const header = read();
       if (header === undefined) return undefined;
       return Math.max(0, u32(header, MAX_FRAME_AT) - u32(both, BACKFILL_AT));

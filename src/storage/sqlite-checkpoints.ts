@@ -77,6 +77,9 @@ export function checkpointsAside(
   const start = (): NonNullable<typeof thread> => {
     const worker = new Worker(THREAD, {
       eval: true,
+      // None of the process's own flags: its loader is not needed, and with --input-type=module
+      // (node -e of an ES module) the thread's CommonJS would not run at all.
+      execArgv: [],
       workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file },
     });
     // Unref'd, not to keep a process alive for a checkpoint; `close` refs it to wait for its end.

@@ -99,6 +99,11 @@ function openSqlite(file: string): Db {
   // 64 MiB of page cache (the default is 2 MiB): indexes on random keys (token hashes, DCV values)
   // are written at random pages; with the small cache recording a certificate cost ~3x more.
   raw.pragma('cache_size = -65536');
+  // Statement journals in memory: a statement inside a transaction journals each page it changes
+  // (for its own rollback), and past 64 KiB SQLite spilled that journal to a new file in /var/tmp:
+  // an order's INSERT (its row and ten index pages) made, wrote and unlinked one per order, and
+  // failed where that directory is full or read-only. Migrations spill to a file (migrate.ts).
+  raw.pragma('temp_store = MEMORY');
   const commits = commitMarks(raw, file);
   // Checkpoints on a thread of their own (sqlite-checkpoints.ts), not in a commit on the event loop.
   const checkpoints = raw.memory ? undefined : checkpointsAside(raw, file, commits);

@@ -1,4 +1,4 @@
-import { Migrator, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
 import type { Db } from './database.js';
 import { initial } from './migrations/0001-initial.js';
 import { hashStore } from './migrations/0002-hash-store.js';
@@ -58,6 +58,18 @@ function migrations(db: Db): Record<string, Migration> {
  * (Kysely takes a lock). Throws with the failing migration's name on error.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
+  if (db.dialect !== 'sqlite') return migrateWithRetries(db);
+  // A migration may rewrite a whole table in one statement: its statement journal spills to a
+  // temporary file, not to memory as the service's short statements do (database.ts).
+  await sql`PRAGMA temp_store = FILE`.execute(db.kysely);
+  try {
+    return await migrateWithRetries(db);
+  } finally {
+    await sql`PRAGMA temp_store = MEMORY`.execute(db.kysely);
+  }
+}
+
+async function migrateWithRetries(db: Db): Promise<string[]> {
   // Kysely's migration lock is a no-op on SQLite: two processes starting on a fresh file race. A
   // loser that read the migration list before the winner committed fails on the winner's change
   // (a table or column that exists, the file locked); retry until there is nothing left to do.

@@ -60,12 +60,14 @@ function migrations(db: Db): Record<string, Migration> {
 export async function migrateToLatest(db: Db): Promise<string[]> {
   if (db.dialect !== 'sqlite') return migrateWithRetries(db);
   // A migration may rewrite a whole table in one statement: its statement journal spills to a
-  // temporary file, not to memory as the service's short statements do (database.ts).
+  // temporary file, not to memory as the service's short statements do (database.ts), and the
+  // connection's own setting comes back after.
+  const { rows } = await sql<{ temp_store: number }>`PRAGMA temp_store`.execute(db.kysely);
   await sql`PRAGMA temp_store = FILE`.execute(db.kysely);
   try {
     return await migrateWithRetries(db);
   } finally {
-    await sql`PRAGMA temp_store = MEMORY`.execute(db.kysely);
+    await sql`PRAGMA temp_store = ${sql.raw(String(rows[0]?.temp_store ?? 0))}`.execute(db.kysely);
   }
 }
 

@@ -63,7 +63,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
       ca,
       resolver: new DcvResolver({ servers: [dns.address] }),
       file: { httpPort: 9, allowPrivate: true },
-      transact: (fn) => inTransaction(db, (tx) => fn(repos(tx))),
+      transact: (fn, options) => inTransaction(db, (tx) => fn(repos(tx)), options),
       ...(holder === undefined ? {} : { holder }),
     });
   };

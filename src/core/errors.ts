@@ -65,3 +65,19 @@ export class CertdeskError extends Error {
 export function isCertdeskError(e: unknown): e is CertdeskError {
   return e instanceof CertdeskError;
 }
+
+/**
+ * A transaction's COMMIT was sent and its answer lost (the connection dropped), and whether the
+ * database kept it could not be found out: what the request changed may or may not be there. A
+ * retry must look first (an order by its PartnerOrderID), never repeat the change blindly.
+ */
+export class CommitOutcomeUnknown extends CertdeskError {
+  constructor(cause: unknown) {
+    super(
+      'notReady',
+      'The connection to the database was lost while this request was being committed, and whether it took effect could not be found out: look before sending it again (an order by its PartnerOrderID).',
+      { cause },
+    );
+    this.name = 'CommitOutcomeUnknown';
+  }
+}

@@ -1,3 +1,5 @@
+import { CommitOutcomeUnknown } from './errors.js';
+
 /**
  * Group commit: items added while a write is in flight (or in the same tick) are written together
  * by one call of `write`, and every `add` resolves when its item is durable. Under load the CA's
@@ -67,6 +69,21 @@ export class GroupCommit<T> {
   }
 }
 
+/** What a transaction runner is asked besides the work. */
+export interface TransactOptions {
+  /**
+   * Should the COMMIT's answer be lost (the connection dropped after the COMMIT was sent), find out
+   * whether the database kept the transaction: the work's result if it did, the failure if it did
+   * not, `CommitOutcomeUnknown` if that cannot be told. Costs a statement (on PostgreSQL, sent
+   * with the BEGIN): asked for by `TransactionBatch`, whose units would otherwise run again over a
+   * transaction that may have committed them, or answer a failure for an order that was kept.
+   */
+  readonly settleLostCommit?: boolean;
+}
+
+/** Runs `fn` in a transaction (a unit of work of storage's). */
+export type Transact<Tx> = <T>(fn: (tx: Tx) => Promise<T>, options?: TransactOptions) => Promise<T>;
+
 /** A unit of work of a `TransactionBatch`, and what became of it. */
 interface Unit<Tx> {
   readonly work: (tx: Tx) => Promise<unknown>;
@@ -83,20 +100,27 @@ interface Unit<Tx> {
  * is rolled back whole and each of its units runs again alone, all at once, each in a transaction
  * of its own: a unit's failure stays its own, and the others commit as they would have alone. So
  * a unit is written as for any transaction (`inTransaction` reruns them on a conflict too): its
- * effects are the transaction's only, and it may run more than once.
+ * effects are the transaction's only, and it may run more than once. Not after a COMMIT whose
+ * answer was lost, though: every transaction of a batch is run with `settleLostCommit`, so one
+ * the database kept gives its units their results, and when the runner cannot tell whether it
+ * committed, every unit fails with `CommitOutcomeUnknown` rather than run a second time over
+ * what may be kept.
  *
  * What a unit writes becomes visible when its batch commits, not before; the units of a batch may
  * see some of each other's writes, in any order. Units must not depend on each other's absence,
  * nor on an order among them. Their statements go one at a time on the transaction's connection:
  * side by side, the ones they make in the same turn can be gathered into one (storage `Gathering`).
  */
+/** Every transaction of a batch: its units must not run again over a COMMIT that may have been kept. */
+const SETTLED: TransactOptions = { settleLostCommit: true };
+
 export class TransactionBatch<Tx> {
   private readonly commit: GroupCommit<Unit<Tx>>;
 
-  constructor(transact: <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>, maxBatch = 64, maxInFlight = 2) {
+  constructor(transact: Transact<Tx>, maxBatch = 64, maxInFlight = 2) {
     const alone = async (unit: Unit<Tx>) => {
       try {
-        unit.done = { value: await transact(unit.work) };
+        unit.done = { value: await transact(unit.work, SETTLED) };
       } catch (error) {
         unit.done = { error };
       }
@@ -122,10 +146,15 @@ export class TransactionBatch<Tx> {
               );
               if (first !== undefined) throw first.error;
               return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value);
-            });
+            }, SETTLED);
             units.forEach((unit, i) => (unit.done = { value: values[i] }));
             return;
-          } catch {
+          } catch (error) {
+            // Committed or not, nobody knows: running the units again could do each twice.
+            if (error instanceof CommitOutcomeUnknown) {
+              units.forEach((unit) => (unit.done = { error }));
+              return;
+            }
             // Rolled back whole: each unit again, alone (below).
           }
         }

@@ -9,8 +9,15 @@ import {
   type SqliteDatabase,
 } from 'kysely';
 import type pg from 'pg';
+import { CommitOutcomeUnknown, type TransactOptions } from '../core/index.js';
 import { Gathering } from './gathering.js';
-import { isReplannedStatement, markedLater, sendingLater, statementNames } from './pg-connection.js';
+import {
+  isReplannedStatement,
+  markedLater,
+  sendingLater,
+  statementNames,
+  transactionIdQueries,
+} from './pg-connection.js';
 import type { DB } from './schema.js';
 import { checkpointsAside } from './sqlite-checkpoints.js';
 import { commitMarks, sharedMarks } from './sqlite-commits.js';
@@ -245,14 +252,35 @@ function isConflict(e: unknown): boolean {
  * rolled back whole: it is run again from the start, after a short random pause on a conflict so
  * that the two do not meet again in step. So `fn` must have no effect outside the transaction that
  * a second run would repeat (outbox rows, not mail; values reset, not accumulated).
+ *
+ * A COMMIT whose answer is lost (the connection dropped after it was sent) leaves the outcome to
+ * the server. With `settleLostCommit`, on PostgreSQL, the transaction also reads its id, and such
+ * a failure is followed by asking the server (`commitStatus`): if it committed, `fn`'s result is
+ * returned as if the answer had come. Without it, the failure is thrown whatever the server did
+ * (SQLite's COMMIT has no connection to lose: a failed one rolled back).
  */
-export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
-  const run = () =>
-    db.kysely
-      .transaction()
-      .execute((trx) =>
-        fn({ ...db, kysely: trx, ...(db.dialect === 'postgres' ? { gathering: new Gathering() } : {}) }),
-      );
+export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>, options: TransactOptions = {}): Promise<T> {
+  const settling = options.settleLostCommit === true && db.dialect === 'postgres';
+  const run = async () => {
+    let ours: TransactionId | undefined;
+    let result: { value: T } | undefined;
+    try {
+      return await db.kysely.transaction().execute(async (trx) => {
+        const tx: Db = { ...db, kysely: trx, ...(db.dialect === 'postgres' ? { gathering: new Gathering() } : {}) };
+        // Read with the BEGIN (`transactionIdQueries`): no round trip of its own.
+        if (settling) await trx.executeQuery(transactionIdQueries.ask);
+        const value = await fn(tx);
+        if (settling) [ours] = (await trx.executeQuery<TransactionId>(transactionIdQueries.read)).rows;
+        result = { value };
+        return value;
+      });
+    } catch (e) {
+      // The work was done and the COMMIT failed: if its answer was lost, the server may have kept it.
+      if (ours === undefined || result === undefined) throw e;
+      if ((await commitStatus(db, ours, e)) === 'committed') return result.value;
+      throw e;
+    }
+  };
   let replanned = false;
   for (let conflicts = 0; ;) {
     try {
@@ -269,6 +297,45 @@ export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>): Prom
       await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 20 * conflicts)));
     }
   }
+}
+
+/** A PostgreSQL transaction as the server knows it: its id, and the backend running it. */
+interface TransactionId {
+  readonly xid: string;
+  readonly pid: number;
+}
+
+/** How long a transaction whose COMMIT's answer was lost is waited for to end on the server. */
+const SETTLE_WAIT_MS = 5_000;
+
+/**
+ * Whether the transaction `ours`, whose COMMIT failed with `failure`, was kept: asked on another
+ * connection (`txid_status`). One still in progress on the server (its backend has not yet seen
+ * the connection go, or is committing) is ended: its backend is terminated, if it still runs that
+ * transaction, and the answer waited for. 'aborted' when it was not kept, so the caller may run
+ * it again; `CommitOutcomeUnknown` when that cannot be found out.
+ */
+async function commitStatus(db: Db, ours: TransactionId, failure: unknown): Promise<'committed' | 'aborted'> {
+  const deadline = Date.now() + SETTLE_WAIT_MS;
+  try {
+    for (let terminated = false; ;) {
+      const { rows } = await sql<{ status: string | null }>`SELECT txid_status(${ours.xid}::bigint) AS status`.execute(
+        db.kysely,
+      );
+      const status = rows[0]?.status;
+      if (status === 'committed' || status === 'aborted') return status;
+      if (status !== 'in progress' || Date.now() > deadline) break;
+      if (!terminated) {
+        // backend_xid is the id's low 32 bits: the backend is ours only while it runs our transaction.
+        await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE pid = ${ours.pid} AND backend_xid::text = (${ours.xid}::bigint % 4294967296)::text`.execute(db.kysely);
+        terminated = true;
+      } else await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } catch (e) {
+    throw new CommitOutcomeUnknown(new AggregateError([failure, e], 'the COMMIT failed, and so did asking about it'));
+  }
+  throw new CommitOutcomeUnknown(failure);
 }
 
 /** Cheap liveness probe for /readyz: resolves when the database answers. */

@@ -129,6 +129,18 @@ const LATER = '/* later ';
 export function markedLater(table: string, query: CompiledQuery): CompiledQuery {
   return CompiledQuery.raw(`${LATER}${table} */ ${query.sql}`, [...query.parameters]);
 }
+/**
+ * A transaction's id and backend, read with its BEGIN (`inTransaction` with `settleLostCommit`):
+ * `ask` as its first statement is answered on this side and has the held BEGIN go with the id's
+ * SELECT; `read` is answered on this side with that SELECT's row (none when nothing was sent).
+ * No round trip of their own.
+ */
+export const transactionIdQueries = {
+  ask: CompiledQuery.raw('/* transaction id: ask */'),
+  read: CompiledQuery.raw('/* transaction id: read */'),
+};
+const TRANSACTION_ID = 'SELECT txid_current()::text AS xid, pg_backend_pid() AS pid';
+
 /** What a write held for later answers at once: nothing (its caller reads nothing). */
 const HELD: pg.QueryResult = { command: 'INSERT', rowCount: 0, rows: [], fields: [], oid: 0 };
 
@@ -271,6 +283,14 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
   let held: LaterWrite[] = [];
   /** Why the transaction failed on this side (a held value pg refuses): every statement until its ROLLBACK fails with it. */
   let refused: Error | undefined;
+  /** The transaction's id was asked for and goes with its BEGIN; its row once sent. */
+  let idAsked = false;
+  let idRow: Promise<unknown> | undefined;
+  const readId = (answer: Promise<pg.QueryResult>) => {
+    idRow = answer.then((r) => r.rows[0]);
+    idRow.catch(() => undefined);
+    return answer;
+  };
   const transacting = () => begin !== undefined || transactionStatus(client) !== 'I';
 
   /**
@@ -303,6 +323,8 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     if (begin !== undefined) {
       const text = begin;
       parts.push(() => query(text));
+      if (idAsked) parts.push(() => readId(query(TRANSACTION_ID, [])));
+      idAsked = false;
     }
     const writes = takeHeld();
     if (writes instanceof Error) return Promise.reject(writes);
@@ -346,6 +368,7 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     if (values.length === 0 && /^\s*rollback\s*$/i.test(text)) {
       held = [];
       refused = undefined;
+      idAsked = false;
       // Nothing of the transaction was sent: there is nothing to roll back.
       if (begin !== undefined) {
         begin = undefined;
@@ -354,6 +377,19 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
       return query(text, values);
     }
     if (refused !== undefined) return Promise.reject(refused);
+    if (values.length === 0 && text === transactionIdQueries.ask.sql) {
+      idRow = undefined;
+      if (begin !== undefined) {
+        idAsked = true;
+        return Promise.resolve(answered('SELECT'));
+      }
+      // The transaction has begun on the server already: the id costs a round trip.
+      return readId(withHeld(() => query(TRANSACTION_ID, [])));
+    }
+    if (values.length === 0 && text === transactionIdQueries.read.sql) {
+      const row = idRow;
+      return Promise.resolve(row).then((r) => ({ ...answered('SELECT'), rows: r === undefined ? [] : [r] }));
+    }
     if (text.startsWith(LATER)) {
       const end = text.indexOf(' */ ');
       const write = { table: text.slice(LATER.length, end), text: text.slice(end + 4), values };
@@ -363,6 +399,8 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     }
     if (values.length === 0 && /^\s*(begin|start transaction)\b/i.test(text) && !transacting()) {
       held = [];
+      idAsked = false;
+      idRow = undefined;
       begin = text;
       return Promise.resolve(answered('BEGIN'));
     }

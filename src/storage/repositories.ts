@@ -1,3 +1,4 @@
+import type { Transact } from '../core/index.js';
 import { ApplicationsRepo } from './applications-repo.js';
 import { AuditRepo } from './audit-repo.js';
 import { CaRepo } from './ca-repo.js';
@@ -75,8 +76,8 @@ export function repositories(db: Db): Repositories {
  * `fn` changes commits together or not at all. A component declares the repositories it needs
  * (`(repos: Pick<Repositories, 'orders' | 'audit'>) => …`) and is handed this function.
  */
-export type UnitOfWork = <T>(fn: (repos: Repositories) => Promise<T>) => Promise<T>;
+export type UnitOfWork = Transact<Repositories>;
 
 export function unitOfWork(db: Db): UnitOfWork {
-  return (fn) => inTransaction(db, (tx) => fn(repositories(tx)));
+  return (fn, options) => inTransaction(db, (tx) => fn(repositories(tx)), options);
 }

@@ -151,11 +151,17 @@ export async function migratedPostgresTemplate(adminUrl: string): Promise<{ name
  * Kysely's migrator introspects every schema it can see, and fails when a parallel test file
  * drops its own schema in the middle of that scan.)
  */
-async function openPostgres(url: string): Promise<Db> {
+/**
+ * A fresh, migrated PostgreSQL database on the server of `url`. `host`: where the service's
+ * connections go instead of that server (`host:port` of a relay to it, `tcp-relay.ts`).
+ */
+export async function openPostgres(url: string, host?: string): Promise<Db> {
   // The global setup's migrated template when there is one (a run without it migrates each).
   const template = inject('pgTemplate');
   const scratch = await scratchPostgresDatabase(url, 'cdt', template);
-  const db = await openDatabase({ url: scratch.url, poolSize: 5 });
+  const connectTo = new URL(scratch.url);
+  if (host !== undefined) connectTo.host = host;
+  const db = await openDatabase({ url: connectTo.toString(), poolSize: 5 });
   const close = async () => {
     await db.close();
     await scratch.drop();

@@ -1,6 +1,7 @@
 // A TCP relay on loopback between a client under test and a real server (PostgreSQL, Redis), to
 // lose connections the ways a network loses them: a path dropped without a word (no FIN, no RST:
-// a NAT or a load balancer that forgot the flow), or every connection closed and new ones refused.
+// a NAT or a load balancer that forgot the flow), every connection closed and new ones refused,
+// or one connection cut at a chosen moment (after the server answered, before the client heard).
 import { createConnection, createServer, type Socket } from 'node:net';
 
 /** One connection through the relay. `blackholed`: what either end sends is dropped, and nothing is closed. */
@@ -8,13 +9,19 @@ export interface RelayedConnection {
   readonly client: Socket;
   blackholed: boolean;
   open: boolean;
+  /** How many chunks the client sent (about one per write it made). */
+  chunks: number;
 }
 
 /**
  * What the relay does with a chunk the client sends: pass it on as it is, pass on another (a
- * spoiled statement), or cut the connection.
+ * spoiled statement), cut the connection, or `vanish`: the chunk is dropped and the client's end
+ * closed, while the server's end stays open and hears nothing more (it learns of nothing).
  */
-export type ClientChunk = (chunk: Buffer, connection: RelayedConnection) => Buffer | 'cut';
+export type ClientChunk = (chunk: Buffer, connection: RelayedConnection) => Buffer | 'cut' | 'vanish';
+
+/** What the relay does with a chunk the server sends: pass it on, drop it, or cut the connection. */
+export type ServerChunk = (chunk: Buffer, connection: RelayedConnection) => Buffer | 'drop' | 'cut';
 
 export interface TcpRelay {
   /** `127.0.0.1:<port>` of the relay, for a URL. */
@@ -36,26 +43,40 @@ export async function startTcpRelay(
   target: URL,
   defaultPort: number,
   onClientChunk: ClientChunk = (chunk) => chunk,
+  onServerChunk: ServerChunk = (chunk) => chunk,
 ): Promise<TcpRelay> {
   const connections: RelayedConnection[] = [];
+  const upstreams = new Set<Socket>();
   const server = createServer((client) => {
     if (relay.refuseNew) return void client.destroy();
     const upstream = createConnection(Number(target.port === '' ? defaultPort : target.port), target.hostname);
-    const connection: RelayedConnection = { client, blackholed: relay.blackholeNew, open: true };
+    upstreams.add(upstream);
+    upstream.on('close', () => upstreams.delete(upstream));
+    const connection: RelayedConnection = { client, blackholed: relay.blackholeNew, open: true, chunks: 0 };
     connections.push(connection);
+    let vanished = false;
     const end = () => {
       connection.open = false;
       client.destroy();
-      upstream.destroy();
+      if (!vanished) upstream.destroy();
     };
     client.on('data', (chunk: Buffer) => {
+      connection.chunks++;
       if (connection.blackholed) return;
       const passed = onClientChunk(chunk, connection);
       if (passed === 'cut') return end();
+      if (passed === 'vanish') {
+        vanished = true;
+        connection.blackholed = true;
+        return end();
+      }
       upstream.write(passed);
     });
     upstream.on('data', (chunk: Buffer) => {
-      if (!connection.blackholed) client.write(chunk);
+      if (connection.blackholed) return;
+      const passed = onServerChunk(chunk, connection);
+      if (passed === 'cut') return end();
+      if (passed !== 'drop') client.write(passed);
     });
     for (const s of [client, upstream]) {
       s.on('error', end);
@@ -76,6 +97,7 @@ export async function startTcpRelay(
     },
     close: async () => {
       relay.closeAll();
+      for (const u of upstreams) u.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

@@ -9,6 +9,7 @@ import {
   type FailedMinorStatus,
   type MinorStatus,
   type Order,
+  type Transact,
 } from '../../core/index.js';
 import { checkCsr, IssuanceClaimLost, type CheckedCsr, type IssuedCertificate, type Issuer } from '../../ca/index.js';
 import type {
@@ -61,7 +62,7 @@ export interface RoundsDeps extends Omit<FlowRepos, 'audit' | 'jobs' | 'mail'> {
   readonly configurationScanDelay?: number;
   /** Mail to the order's contacts when a certificate is issued or reissued, in the completion's transaction. */
   readonly notify?: Pick<Notifier, 'orderEvent'>;
-  readonly transact: <T>(fn: (repos: FlowRepos) => Promise<T>) => Promise<T>;
+  readonly transact: Transact<FlowRepos>;
 }
 
 export class IssuanceRounds {

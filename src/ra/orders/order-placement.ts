@@ -12,6 +12,7 @@ import {
   type OrderDcvMethod,
   type OrderId,
   type OrderNameState,
+  type Transact,
 } from '../../core/index.js';
 import type {
   AuditRepo,
@@ -65,7 +66,7 @@ export interface PlacementDeps {
   readonly reads: Pick<OrderReads, 'views' | 'issuedView'>;
   readonly dcvValues: Pick<DcvValuesRepo, 'getOrCreate'>;
   readonly clock: Clock;
-  readonly transact: <T>(fn: (repos: OrderRepos) => Promise<T>) => Promise<T>;
+  readonly transact: Transact<OrderRepos>;
   /** Where a failure after an order's commit is reported (the client is answered with the order). */
   readonly logger?: { warn(obj: object, msg?: string): void };
 }

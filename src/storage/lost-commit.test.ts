@@ -1,0 +1,179 @@
+// A COMMIT whose answer is lost: the connection drops after the COMMIT was sent, so the client
+// cannot tell from the failure whether the server kept the transaction. A real TCP relay on
+// loopback stands between the pool and PostgreSQL and loses the answer at the chosen moment:
+// after the server answered COMMIT (it was kept), or before the COMMIT reached it (the server's
+// end stays open and hears nothing more: it was not kept, and the backend waits in its
+// transaction). With `settleLostCommit` the server is asked which; a batch's units are never run
+// a second time over a transaction that may have committed them.
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { scratchPostgresDatabase } from '../../test/support/databases.js';
+import { startCommitLossRelay, type CommitLossRelay } from '../../test/support/commit-loss.js';
+import { CommitOutcomeUnknown, TransactionBatch } from '../core/index.js';
+import { inTransaction, openDatabase, type Db } from './database.js';
+import { transactionIdQueries } from './pg-connection.js';
+
+const url = process.env.CERTDESK_TEST_DATABASE_URL;
+if (url === undefined || url === '')
+  console.warn('lost COMMIT tests not run: they are PostgreSQL only and CERTDESK_TEST_DATABASE_URL is not set');
+
+describe.skipIf(url === undefined || url === '')('a COMMIT whose answer is lost (PostgreSQL)', () => {
+  let scratch: Awaited<ReturnType<typeof scratchPostgresDatabase>>;
+  let relay: CommitLossRelay;
+  let admin: pg.Client;
+  let db: Db;
+
+  beforeAll(async () => {
+    scratch = await scratchPostgresDatabase(url!);
+    admin = new pg.Client({ connectionString: scratch.url });
+    await admin.connect();
+    await admin.query('CREATE TABLE lost_commit_rows (id integer NOT NULL, label text NOT NULL)');
+    relay = await startCommitLossRelay(new URL(scratch.url));
+    const relayed = new URL(scratch.url);
+    relayed.host = relay.host;
+    db = await openDatabase({ url: relayed.toString(), poolSize: 1 });
+  });
+  afterEach(async () => {
+    relay.lose(undefined);
+    relay.refuseNew = false;
+    await admin.query('DELETE FROM lost_commit_rows');
+  });
+  afterAll(async () => {
+    await db?.close();
+    await relay?.close();
+    await admin?.end();
+    await scratch?.drop();
+  });
+
+  const rows = async () =>
+    (await admin.query<{ id: number; label: string }>('SELECT id, label FROM lost_commit_rows ORDER BY id, label'))
+      .rows;
+  const insert = (id: number, label: string) => async (tx: Db) => {
+    await sql`INSERT INTO lost_commit_rows (id, label) VALUES (${id}, ${label})`.execute(tx.kysely);
+    return `${label}#${id}`;
+  };
+  /** The backends of the scratch database that are inside a transaction. */
+  const inTransactionBackends = async () =>
+    (
+      await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()`,
+        [scratch.name],
+      )
+    ).rows[0]!.n;
+
+  it('ok/settling costs no write of its own: the id is read with the BEGIN', async () => {
+    const writes = () => relay.connections.reduce((n, c) => n + c.chunks, 0);
+    const writesOf = async (settleLostCommit: boolean) => {
+      const before = writes();
+      await inTransaction(db, insert(1, 'a'), { settleLostCommit });
+      return writes() - before;
+    };
+    await writesOf(false); // the statement prepared once, so that both counts below are alike
+    expect(await writesOf(true)).toBe(await writesOf(false));
+  });
+
+  it('ok/the id read is the transaction’s, asked first (with the BEGIN) or after a statement (a round trip of its own)', async () => {
+    for (const late of [false, true]) {
+      const [asked, actual] = await inTransaction(db, async (tx) => {
+        if (late) await insert(1, 'a')(tx);
+        await tx.kysely.executeQuery(transactionIdQueries.ask);
+        if (!late) await insert(1, 'a')(tx);
+        const { rows } = await tx.kysely.executeQuery<{ xid: string; pid: number }>(transactionIdQueries.read);
+        const current = await sql<{
+          xid: string;
+          pid: number;
+        }>`SELECT txid_current()::text AS xid, pg_backend_pid() AS pid`.execute(tx.kysely);
+        return [rows, current.rows];
+      });
+      expect(asked).toEqual(actual);
+    }
+  });
+
+  it('fail/without settling, the loss is thrown though the server kept the transaction', async () => {
+    relay.lose({ how: 'answerLost' });
+    await expect(inTransaction(db, insert(1, 'a'))).rejects.toThrow();
+    expect(relay.lost).toBe(1);
+    expect(await rows()).toEqual([{ id: 1, label: 'a' }]);
+  });
+
+  it('ok/settled: the server kept it, so the work result is returned, its row kept once', async () => {
+    relay.lose({ how: 'answerLost' });
+    await expect(inTransaction(db, insert(1, 'a'), { settleLostCommit: true })).resolves.toBe('a#1');
+    expect(relay.lost).toBe(1);
+    expect(await rows()).toEqual([{ id: 1, label: 'a' }]);
+    // The pool goes on with a new connection.
+    await expect(inTransaction(db, insert(2, 'b'), { settleLostCommit: true })).resolves.toBe('b#2');
+  });
+
+  it('fail/settled: a COMMIT that never reached the server; its backend, still in the transaction, is ended, the failure thrown, nothing kept', async () => {
+    relay.lose({ how: 'neverSent' });
+    const attempt = inTransaction(db, insert(1, 'a'), { settleLostCommit: true });
+    await expect(attempt).rejects.toThrow();
+    await expect(attempt).rejects.not.toBeInstanceOf(CommitOutcomeUnknown);
+    expect(relay.lost).toBe(1);
+    expect(await rows()).toEqual([]);
+    // The backend that would have held its locks until TCP gave up on the dead path is gone.
+    expect(await inTransactionBackends()).toBe(0);
+  });
+
+  it('fail/settled: the server cannot be asked afterwards: CommitOutcomeUnknown, a 503 that says to look before retrying', async () => {
+    relay.lose({ how: 'answerLost', thenUnreachable: true });
+    const attempt = inTransaction(db, insert(1, 'a'), { settleLostCommit: true });
+    await expect(attempt).rejects.toBeInstanceOf(CommitOutcomeUnknown);
+    await expect(attempt).rejects.toMatchObject({ kind: 'notReady', message: /look before sending it again/ });
+    expect(await rows()).toEqual([{ id: 1, label: 'a' }]);
+  });
+
+  describe('TransactionBatch', () => {
+    /** Units begun in one tick share one transaction (and a second run of a unit shows as a second row). */
+    const batchOf = (...units: [number, string][]) => {
+      let transactions = 0;
+      const batch = new TransactionBatch<Db>((fn, options) => {
+        transactions++;
+        return inTransaction(db, fn, options);
+      });
+      const results = units.map(([id, label]) => batch.run(insert(id, label)));
+      return { results, transactions: () => transactions };
+    };
+
+    it('ok/its COMMIT was kept and the answer lost: each unit gets its result, each row once (units were run again alone before)', async () => {
+      relay.lose({ how: 'answerLost' });
+      const b = batchOf([1, 'a'], [2, 'b'], [3, 'c']);
+      expect(await Promise.all(b.results)).toEqual(['a#1', 'b#2', 'c#3']);
+      expect(b.transactions()).toBe(1);
+      expect(relay.lost).toBe(1);
+      expect(await rows()).toEqual([
+        { id: 1, label: 'a' },
+        { id: 2, label: 'b' },
+        { id: 3, label: 'c' },
+      ]);
+    });
+
+    it('ok/its COMMIT never reached the server: nothing was kept, so each unit runs again alone and commits once', async () => {
+      relay.lose({ how: 'neverSent' });
+      const b = batchOf([1, 'a'], [2, 'b']);
+      expect(await Promise.all(b.results)).toEqual(['a#1', 'b#2']);
+      expect(b.transactions()).toBe(3);
+      expect(await rows()).toEqual([
+        { id: 1, label: 'a' },
+        { id: 2, label: 'b' },
+      ]);
+    });
+
+    it('fail/the outcome cannot be found out: every unit fails with CommitOutcomeUnknown and none runs again', async () => {
+      relay.lose({ how: 'answerLost', thenUnreachable: true });
+      const b = batchOf([1, 'a'], [2, 'b']);
+      const settled = await Promise.allSettled(b.results);
+      for (const s of settled) {
+        expect(s.status).toBe('rejected');
+        expect((s as PromiseRejectedResult).reason).toBeInstanceOf(CommitOutcomeUnknown);
+      }
+      expect(b.transactions()).toBe(1);
+      expect(await rows()).toEqual([
+        { id: 1, label: 'a' },
+        { id: 2, label: 'b' },
+      ]);
+    });
+  });
+});

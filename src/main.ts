@@ -153,7 +153,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     audit,
     keys: new SealedKeyStore(repos.ca, kek, keyFile),
     clock,
-    transact: (fn) => transact((r) => fn({ repo: r.ca, audit: r.audit, repos: r })),
+    transact: (fn, options) => transact((r) => fn({ repo: r.ca, audit: r.audit, repos: r }), options),
     urls,
     brands: brandHierarchies(catalog),
     ...(config.caMaxValidityDays === undefined ? {} : { privateMaxDays: config.caMaxValidityDays }),

@@ -9,6 +9,7 @@ import { accountingOf } from './support/accounting.js';
 import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
 import { testCsr } from './support/csr.js';
 import { openPostgres } from './support/databases.js';
+import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
 import { startCommitLossRelay, type CommitLossRelay } from './support/commit-loss.js';
 
 const url = process.env.CERTDESK_TEST_DATABASE_URL;
@@ -21,6 +22,7 @@ describe.skipIf(url === undefined || url === '')('POST /Order whose COMMIT answe
   let relay: CommitLossRelay;
   let t: TestContext;
   let c: TestCustomer;
+  let dns: TestDnsServer;
   /**
    * The next COMMIT of a transaction that sent at least `orders` of the addresses matching
    * `marker` (the orders' contact addresses, sent as statement parameters) is lost after the
@@ -35,12 +37,17 @@ describe.skipIf(url === undefined || url === '')('POST /Order whose COMMIT answe
 
   beforeAll(async () => {
     relay = await startCommitLossRelay(new URL(url!));
-    t = await createTestContext({ dialect: 'postgres', open: () => openPostgres(url!, relay.host) });
+    dns = await startDnsServer();
+    t = await createTestContext(
+      { dialect: 'postgres', open: () => openPostgres(url!, relay.host) },
+      { CERTDESK_DNS_SERVERS: dns.address },
+    );
     c = await t.customer({ creditLimit: 1_000_000 });
   }, 120_000);
   afterAll(async () => {
     await t?.close();
     await relay?.close();
+    await dns?.close();
   });
 
   const place = (email: string) =>
@@ -111,6 +118,33 @@ describe.skipIf(url === undefined || url === '')('POST /Order whose COMMIT answe
     expect(await ordersOf('lost-unknown@certdesk-test.com')).toHaveLength(1);
     const after = await accountingOf(t.db, c.customerId);
     expect(after.used - before.used).toBe(price);
+  });
+
+  it('ok/the record of the certificate signed inline: kept, so the order is answered issued, with one live certificate', async () => {
+    // The proof in place: the order is issued while the request waits.
+    const data = await t.call(c.token, {
+      method: 'POST',
+      url: '/rest/v1/DNSData',
+      payload: { ProductCode: 'TrustPoint.DV', CSR: testCsr().pem },
+    });
+    expect(data.statusCode, data.body).toBe(200);
+    dns.set('certdesk-test.com', [{ type: 'TXT', data: data.json().DNSAuthDetails.DNSValue }]);
+    try {
+      relay.lose({ how: 'answerLost', when: (sent) => sent.includes('ca.sign.done') });
+      const res = await place('lost-leaf@certdesk-test.com');
+      expect(relay.lost).toBe(1);
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json().Fulfillment?.Certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
+      const [orderId] = await ordersOf('lost-leaf@certdesk-test.com');
+      const leaves = await t.db.kysely
+        .selectFrom('certificates')
+        .select(['serial', 'revoked_at'])
+        .where('order_id', '=', orderId!)
+        .execute();
+      expect(leaves).toEqual([expect.objectContaining({ revoked_at: null })]);
+    } finally {
+      dns.clear('certdesk-test.com');
+    }
   });
 
   /** What one order of the test's product costs, in minor units (an order placed and looked at). */

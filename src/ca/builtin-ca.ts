@@ -5,6 +5,7 @@ import {
   type ProductType,
   type ServiceUrls,
   type SignatureHashAlgorithm,
+  type Transact,
 } from '../core/index.js';
 import { isUniqueViolation, type AuditRepo, type CaRepo, type Repositories } from '../storage/index.js';
 import { describeCaCert, findCert, resolveChain, type CaCert, type CaCertificateInfo } from './chains.js';
@@ -46,9 +47,7 @@ export interface BuiltinCaOptions {
   readonly keys: KeyStore;
   readonly clock: Clock;
   /** Runs `fn` in one transaction with repositories bound to it (`repos`: all of them, for a revocation's record). */
-  readonly transact: <T>(
-    fn: (tx: { repo: CaRepo; audit: Pick<AuditRepo, 'appendMany'>; repos: Repositories }) => Promise<T>,
-  ) => Promise<T>;
+  readonly transact: Transact<{ repo: CaRepo; audit: Pick<AuditRepo, 'appendMany'>; repos: Repositories }>;
   /** The CRL, OCSP and CA certificate links put into certificates. */
   readonly urls: Pick<ServiceUrls, 'crl' | 'caCertificate' | 'ocsp'>;
   readonly brands: readonly BrandHierarchy[];

@@ -3,7 +3,7 @@
 // committed), the encoding and signature, then the certificate's record under its order's
 // issuance claim with the audit event after (group committed, one transaction). What to sign with
 // (profile, chain) is the BuiltinCa's choice; this file only signs and records.
-import { GroupCommit, type Clock } from '../core/index.js';
+import { GroupCommit, type Clock, type Transact, type TransactOptions } from '../core/index.js';
 import type { AuditEvent, AuditRepo, CaRepo, NewLeaf } from '../storage/index.js';
 import type { CaCert, Chain } from './chains.js';
 import { pem } from './der-writer.js';
@@ -19,7 +19,7 @@ import { name, signed, subjectAltName, subjectKeyIdentifier, tbsCertificate } fr
 export interface LeafSigningDeps {
   readonly audit: Pick<AuditRepo, 'appendMany'>;
   /** Runs `fn` in one transaction with repositories bound to it. */
-  readonly transact: <T>(fn: (tx: { repo: CaRepo; audit: Pick<AuditRepo, 'appendMany'> }) => Promise<T>) => Promise<T>;
+  readonly transact: Transact<{ repo: CaRepo; audit: Pick<AuditRepo, 'appendMany'> }>;
   readonly clock: Clock;
   readonly privateMaxDays?: number;
   /** The CRL, CA certificate and OCSP links a leaf of this issuing CA carries. */
@@ -27,6 +27,12 @@ export interface LeafSigningDeps {
   /** Re-signs the CRL of an issuing key (a leaf recorded revoked must be on it at once). */
   readonly refreshCrl: (keyId: string) => Promise<unknown>;
 }
+
+/**
+ * The record of signed leaves survives a lost answer to its COMMIT: kept by the database, the
+ * leaves are issued (else the order's next round would sign another, the first left behind).
+ */
+const RECORDED: TransactOptions = { settleLostCommit: true };
 
 /** Signs and records leaves; one per BuiltinCa. */
 export class LeafSigner {
@@ -52,7 +58,7 @@ export class LeafSigner {
           ),
         );
         return lost.map((l, k) => (l ? new IssuanceClaimLost(items[k]!.leaf.order_id!) : undefined));
-      }),
+      }, RECORDED),
     );
   }
 

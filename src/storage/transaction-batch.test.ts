@@ -4,9 +4,9 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { testDialects } from '../../test/support/databases.js';
 import { TransactionBatch } from '../core/index.js';
-import { inTransaction, type Db } from './database.js';
+import { inTransaction, openDatabase, type Db } from './database.js';
 
-describe.each(testDialects())('TransactionBatch on $dialect', ({ open }) => {
+describe.each(testDialects())('TransactionBatch on $dialect', ({ dialect, open }) => {
   let db: Db;
   /** Transactions begun through the batch (committed or not). */
   let begun = 0;
@@ -111,6 +111,55 @@ describe.each(testDialects())('TransactionBatch on $dialect', ({ open }) => {
     expect(begun).toBe(1);
     expect((await rows()).map((r) => r.id)).toEqual([1, 2]);
   });
+
+  if (dialect !== 'postgres')
+    console.warn('the two processes’ deadlock is PostgreSQL only (SQLite has one writer at a time)');
+  it.skipIf(dialect !== 'postgres')(
+    'race/two processes’ batches taking two rows in opposite orders: PostgreSQL aborts one, which runs again whole; every unit counts once',
+    async () => {
+      await sql`INSERT INTO batch_counter (id, n) VALUES (2, 0)`.execute(db.kysely);
+      // The other process: a pool and a batch of its own on the same database.
+      const other = await openDatabase({ url: db.url!, poolSize: 2 });
+      try {
+        const theirs = new TransactionBatch<Db>((fn, options) => inTransaction(other, fn, options));
+        const runs = { ours: 0, theirs: 0 };
+        // Each batch holds its first row before either asks for its second: a certain deadlock.
+        let holding = 0;
+        let release!: () => void;
+        const bothHoldOne = new Promise<void>((resolve) => (release = resolve));
+        const bump = (tx: Db, id: number) =>
+          sql`UPDATE batch_counter SET n = n + 1 WHERE id = ${id}`.execute(tx.kysely);
+        const opposite = (b: TransactionBatch<Db>, name: 'ours' | 'theirs', first: number, second: number) => [
+          b.run(async (tx) => {
+            runs[name]++;
+            await bump(tx, first);
+            if (runs[name] === 1 && ++holding === 2) release();
+            return `${name}:${first}`;
+          }),
+          b.run(async (tx) => {
+            await bothHoldOne;
+            await bump(tx, second);
+            return `${name}:${second}`;
+          }),
+        ];
+        const results = await Promise.all([...opposite(batch, 'ours', 1, 2), ...opposite(theirs, 'theirs', 2, 1)]);
+        expect(results).toEqual(['ours:1', 'ours:2', 'theirs:2', 'theirs:1']);
+        // One batch was the victim and ran again, whole (not unit by unit); the other ran once.
+        expect([runs.ours, runs.theirs].sort()).toEqual([1, 2]);
+        expect(begun).toBe(1);
+        const counts = await sql<{ id: number; n: number }>`SELECT id, n FROM batch_counter ORDER BY id`.execute(
+          db.kysely,
+        );
+        expect(counts.rows.map((r) => [r.id, Number(r.n)])).toEqual([
+          [1, 2],
+          [2, 2],
+        ]);
+      } finally {
+        await other.close();
+      }
+    },
+    30_000,
+  );
 
   it('bad input/a unit that throws something not an Error: that value, as thrown', async () => {
     const thrown = { not: 'an error' };

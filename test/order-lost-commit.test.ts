@@ -4,7 +4,7 @@
 // (TransactionBatch); before, such a loss ran each of them again alone: every order twice, and
 // charged twice. A real TCP relay on loopback stands between the service and PostgreSQL and
 // loses the answer to the COMMIT of a transaction that carried the orders picked.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { accountingOf } from './support/accounting.js';
 import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
 import { testCsr } from './support/csr.js';
@@ -44,6 +44,11 @@ describe.skipIf(url === undefined || url === '')('POST /Order whose COMMIT answe
     );
     c = await t.customer({ creditLimit: 1_000_000 });
   }, 120_000);
+  afterEach(() => {
+    // A loss that did not happen (or a test that failed before its end) leaves nothing armed behind.
+    relay.lose(undefined);
+    relay.refuseNew = false;
+  });
   afterAll(async () => {
     await t?.close();
     await relay?.close();
@@ -107,7 +112,7 @@ describe.skipIf(url === undefined || url === '')('POST /Order whose COMMIT answe
     const before = await accountingOf(t.db, c.customerId);
     loseCommitOf(/lost-unknown@certdesk-test\.com/g, 1, true);
     const res = await place('lost-unknown@certdesk-test.com');
-    relay.refuseNew = false;
+    relay.refuseNew = false; // the service may read again
     expect(relay.lost).toBe(1);
     expect(res.statusCode, res.body).toBe(503);
     expect(res.json()).toMatchObject({

@@ -90,6 +90,9 @@ interface Unit<Tx> {
   done?: { value: unknown } | { error: unknown };
 }
 
+/** Every transaction of a batch: its units must not run again over a COMMIT that may have been kept. */
+const SETTLED: TransactOptions = { settleLostCommit: true };
+
 /**
  * Group commit of whole units of work: units started while `maxInFlight` transactions of them are
  * being written (or in the same tick) run side by side in the next one, which commits them
@@ -111,9 +114,6 @@ interface Unit<Tx> {
  * nor on an order among them. Their statements go one at a time on the transaction's connection:
  * side by side, the ones they make in the same turn can be gathered into one (storage `Gathering`).
  */
-/** Every transaction of a batch: its units must not run again over a COMMIT that may have been kept. */
-const SETTLED: TransactOptions = { settleLostCommit: true };
-
 export class TransactionBatch<Tx> {
   private readonly commit: GroupCommit<Unit<Tx>>;
 

@@ -299,43 +299,73 @@ export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>, optio
   }
 }
 
-/** A PostgreSQL transaction as the server knows it: its id, and the backend running it. */
+/** A PostgreSQL transaction as the server knows it: its id, the backend running it, the server's timeline. */
 interface TransactionId {
   readonly xid: string;
   readonly pid: number;
+  readonly timeline: string;
 }
 
-/** How long a transaction whose COMMIT's answer was lost is waited for to end on the server. */
+/** How long finding out whether a transaction whose COMMIT's answer was lost was kept may take. */
 const SETTLE_WAIT_MS = 5_000;
 
 /**
- * Whether the transaction `ours`, whose COMMIT failed with `failure`, was kept: asked on another
- * connection (`txid_status`). One still in progress on the server (its backend has not yet seen
- * the connection go, or is committing) is ended: its backend is terminated, if it still runs that
- * transaction, and the answer waited for. 'aborted' when it was not kept, so the caller may run
- * it again; `CommitOutcomeUnknown` when that cannot be found out.
+ * Whether the transaction `ours`, whose COMMIT failed with `failure`, was kept: asked with
+ * `txid_status` on a connection of its own (the pool's may all wait for the very locks that
+ * transaction holds, or be dead paths), opened anew, within a deadline, until the server answers.
+ * One still in progress on the server (its backend has not yet seen the connection go, or is
+ * committing) is ended: its backend is terminated, if it still runs that transaction, and the
+ * answer read again. 'aborted' when it was not kept, so the caller may run it again;
+ * `CommitOutcomeUnknown` when that cannot be found out in time, or the server is not the one that
+ * gave the id (another timeline: a promoted standby may give the same ids again).
  */
 async function commitStatus(db: Db, ours: TransactionId, failure: unknown): Promise<'committed' | 'aborted'> {
+  if (db.url === undefined) throw new CommitOutcomeUnknown(failure);
   const deadline = Date.now() + SETTLE_WAIT_MS;
-  try {
-    for (let terminated = false; ;) {
-      const { rows } = await sql<{ status: string | null }>`SELECT txid_status(${ours.xid}::bigint) AS status`.execute(
-        db.kysely,
-      );
-      const status = rows[0]?.status;
-      if (status === 'committed' || status === 'aborted') return status;
-      if (status !== 'in progress' || Date.now() > deadline) break;
-      if (!terminated) {
-        // backend_xid is the id's low 32 bits: the backend is ours only while it runs our transaction.
-        await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-          WHERE pid = ${ours.pid} AND backend_xid::text = (${ours.xid}::bigint % 4294967296)::text`.execute(db.kysely);
-        terminated = true;
-      } else await new Promise((resolve) => setTimeout(resolve, 20));
+  const left = () => Math.max(1, deadline - Date.now());
+  const pg = await loadPg();
+  let terminated = false;
+  let last: unknown = failure;
+  while (Date.now() < deadline) {
+    const client = new pg.Client({
+      connectionString: db.url,
+      connectionTimeoutMillis: left(),
+      query_timeout: left(),
+    });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      for (;;) {
+        const { rows } = await client.query<{ status: string | null; timeline: string }>(
+          `SELECT txid_status($1::bigint) AS status, substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AS timeline`,
+          [ours.xid],
+        );
+        const { status, timeline } = rows[0]!;
+        if (timeline !== ours.timeline) break;
+        if (status === 'committed' || status === 'aborted') return status;
+        if (status !== 'in progress' || Date.now() >= deadline) break;
+        if (!terminated) {
+          // backend_xid is the id's low 32 bits: the backend is ours only while it runs our transaction.
+          await client.query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE pid = $1 AND backend_xid::text = ($2::bigint % 4294967296)::text`,
+            [ours.pid, ours.xid],
+          );
+          terminated = true;
+        } else await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      break;
+    } catch (e) {
+      // Not reachable yet (a restart, a failover under way): again, until the deadline.
+      last = e;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(100, left())));
+    } finally {
+      void client.end().catch(() => undefined);
     }
-  } catch (e) {
-    throw new CommitOutcomeUnknown(new AggregateError([failure, e], 'the COMMIT failed, and so did asking about it'));
   }
-  throw new CommitOutcomeUnknown(failure);
+  throw new CommitOutcomeUnknown(
+    last === failure ? failure : new AggregateError([failure, last], 'the COMMIT failed, and so did asking about it'),
+  );
 }
 
 /** Cheap liveness probe for /readyz: resolves when the database answers. */

@@ -133,13 +133,17 @@ export function markedLater(table: string, query: CompiledQuery): CompiledQuery 
  * A transaction's id and backend, read with its BEGIN (`inTransaction` with `settleLostCommit`):
  * `ask` as its first statement is answered on this side and has the held BEGIN go with the id's
  * SELECT; `read` is answered on this side with that SELECT's row (none when nothing was sent).
- * No round trip of their own.
+ * No round trip of their own, but for a transaction that holds writes and has sent nothing else:
+ * its BEGIN, id and writes would go with its COMMIT, the id's answer lost with the COMMIT's, so
+ * `read` sends them first. The timeline (of the WAL's file names) tells a promoted standby, which
+ * may give the same ids to other transactions, from the server that gave this one.
  */
 export const transactionIdQueries = {
   ask: CompiledQuery.raw('/* transaction id: ask */'),
   read: CompiledQuery.raw('/* transaction id: read */'),
 };
-const TRANSACTION_ID = 'SELECT txid_current()::text AS xid, pg_backend_pid() AS pid';
+const TRANSACTION_ID =
+  'SELECT txid_current()::text AS xid, pg_backend_pid() AS pid, substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AS timeline';
 
 /** What a write held for later answers at once: nothing (its caller reads nothing). */
 const HELD: pg.QueryResult = { command: 'INSERT', rowCount: 0, rows: [], fields: [], oid: 0 };
@@ -387,8 +391,15 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
       return readId(withHeld(() => query(TRANSACTION_ID, [])));
     }
     if (values.length === 0 && text === transactionIdQueries.read.sql) {
+      let sent: Promise<unknown> | undefined;
+      if (idAsked && begin !== undefined && held.length > 0) {
+        idAsked = false;
+        sent = readId(withHeld(() => query(TRANSACTION_ID, [])));
+      }
       const row = idRow;
-      return Promise.resolve(row).then((r) => ({ ...answered('SELECT'), rows: r === undefined ? [] : [r] }));
+      return Promise.resolve(sent)
+        .then(() => row)
+        .then((r) => ({ ...answered('SELECT'), rows: r === undefined ? [] : [r] }));
     }
     if (text.startsWith(LATER)) {
       const end = text.indexOf(' */ ');

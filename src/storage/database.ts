@@ -14,8 +14,10 @@ import { Gathering } from './gathering.js';
 import {
   isReplannedStatement,
   markedLater,
+  NotCommitted,
   sendingLater,
   statementNames,
+  TIMELINE,
   transactionIdQueries,
 } from './pg-connection.js';
 import type { DB } from './schema.js';
@@ -264,19 +266,25 @@ export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>, optio
   const run = async () => {
     let ours: TransactionId | undefined;
     let result: { value: T } | undefined;
+    // Asked through the pool before the transaction takes a connection of it (once per Db).
+    const ask = settling
+      ? (await timelineReadable(db))
+        ? transactionIdQueries.ask
+        : transactionIdQueries.askWithoutTimeline
+      : undefined;
     try {
       return await db.kysely.transaction().execute(async (trx) => {
         const tx: Db = { ...db, kysely: trx, ...(db.dialect === 'postgres' ? { gathering: new Gathering() } : {}) };
         // Read with the BEGIN (`transactionIdQueries`): no round trip of its own.
-        if (settling) await trx.executeQuery(transactionIdQueries.ask);
+        if (ask !== undefined) await trx.executeQuery(ask);
         const value = await fn(tx);
-        if (settling) [ours] = (await trx.executeQuery<TransactionId>(transactionIdQueries.read)).rows;
+        if (ask !== undefined) [ours] = (await trx.executeQuery<TransactionId>(transactionIdQueries.read)).rows;
         result = { value };
         return value;
       });
     } catch (e) {
       // The work was done and the COMMIT failed: if its answer was lost, the server may have kept it.
-      if (ours === undefined || result === undefined) throw e;
+      if (ours === undefined || result === undefined || serverRefused(e)) throw e;
       if ((await commitStatus(db, ours, e)) === 'committed') return result.value;
       throw e;
     }
@@ -299,11 +307,48 @@ export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>, optio
   }
 }
 
-/** A PostgreSQL transaction as the server knows it: its id, the backend running it, the server's timeline. */
+/** A PostgreSQL transaction as the server knows it: its id, the backend running it, the server's timeline (null: not told). */
 interface TransactionId {
   readonly xid: string;
   readonly pid: number;
-  readonly timeline: string;
+  readonly timeline: string | null;
+}
+
+/** Whether the server tells its WAL timeline (`TIMELINE`): asked once per Db, when it first answers. */
+const timelines = new WeakMap<Kysely<DB>, Promise<boolean>>();
+
+function timelineReadable(db: Db): Promise<boolean> {
+  let known = timelines.get(db.kysely);
+  if (known === undefined) {
+    known = sql`SELECT ${sql.raw(TIMELINE)} AS timeline`.execute(db.kysely).then(
+      () => true,
+      (e: unknown) => {
+        // Refused by the server (some managed services do): never. Not reached: ask again next time.
+        if (fromServer(e)) return false;
+        timelines.delete(db.kysely);
+        return false;
+      },
+    );
+    timelines.set(db.kysely, known);
+  }
+  return known;
+}
+
+/** An error PostgreSQL itself reported (it carries a SQLSTATE and a severity), not a lost or refused connection. */
+function fromServer(e: unknown): e is { code: string; severity: string } {
+  const { code, severity } = (e ?? {}) as { code?: unknown; severity?: unknown };
+  return typeof code === 'string' && typeof severity === 'string';
+}
+
+/** Connection exceptions (08), operator intervention (57P: shutdown, crash, cannot connect now), too many connections. */
+const CONNECTION_TROUBLE = /^(08|57P|53300)/;
+
+/**
+ * The server answered the COMMIT itself with a failure (a deferred constraint, a conflict, a
+ * ROLLBACK for a transaction that had failed): nothing was kept, and there is nothing to ask.
+ */
+function serverRefused(e: unknown): boolean {
+  return e instanceof NotCommitted || (fromServer(e) && !CONNECTION_TROUBLE.test(e.code));
 }
 
 /** How long finding out whether a transaction whose COMMIT's answer was lost was kept may take. */
@@ -316,37 +361,37 @@ const SETTLE_WAIT_MS = 5_000;
  * One still in progress on the server (its backend has not yet seen the connection go, or is
  * committing) is ended: its backend is terminated, if it still runs that transaction, and the
  * answer read again. 'aborted' when it was not kept, so the caller may run it again;
- * `CommitOutcomeUnknown` when that cannot be found out in time, or the server is not the one that
- * gave the id (another timeline: a promoted standby may give the same ids again).
+ * `CommitOutcomeUnknown` when that cannot be found out in time, the server refuses to say, or it
+ * is not the one that gave the id (another timeline: a promoted standby may give the same ids
+ * again; where the server does not tell its timeline, that cannot be seen).
  */
 async function commitStatus(db: Db, ours: TransactionId, failure: unknown): Promise<'committed' | 'aborted'> {
   if (db.url === undefined) throw new CommitOutcomeUnknown(failure);
   const deadline = Date.now() + SETTLE_WAIT_MS;
   const left = () => Math.max(1, deadline - Date.now());
   const pg = await loadPg();
+  const timeline = ours.timeline === null ? 'NULL::text' : TIMELINE;
   let terminated = false;
   let last: unknown = failure;
   while (Date.now() < deadline) {
-    const client = new pg.Client({
-      connectionString: db.url,
-      connectionTimeoutMillis: left(),
-      query_timeout: left(),
-    });
+    const client = new pg.Client({ connectionString: db.url, connectionTimeoutMillis: left() });
     client.on('error', () => undefined);
+    const query = <R extends pg.QueryResultRow>(text: string, values: unknown[]) =>
+      client.query<R>({ text, values, query_timeout: left() } as pg.QueryConfig);
     try {
       await client.connect();
       for (;;) {
-        const { rows } = await client.query<{ status: string | null; timeline: string }>(
-          `SELECT txid_status($1::bigint) AS status, substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AS timeline`,
+        const { rows } = await query<{ status: string | null; timeline: string | null }>(
+          `SELECT txid_status($1::bigint) AS status, ${timeline} AS timeline`,
           [ours.xid],
         );
-        const { status, timeline } = rows[0]!;
-        if (timeline !== ours.timeline) break;
-        if (status === 'committed' || status === 'aborted') return status;
-        if (status !== 'in progress' || Date.now() >= deadline) break;
+        const answer = rows[0]!;
+        if (answer.timeline !== ours.timeline) break;
+        if (answer.status === 'committed' || answer.status === 'aborted') return answer.status;
+        if (answer.status !== 'in progress' || Date.now() >= deadline) break;
         if (!terminated) {
           // backend_xid is the id's low 32 bits: the backend is ours only while it runs our transaction.
-          await client.query(
+          await query(
             `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
               WHERE pid = $1 AND backend_xid::text = ($2::bigint % 4294967296)::text`,
             [ours.pid, ours.xid],
@@ -356,8 +401,10 @@ async function commitStatus(db: Db, ours: TransactionId, failure: unknown): Prom
       }
       break;
     } catch (e) {
-      // Not reachable yet (a restart, a failover under way): again, until the deadline.
       last = e;
+      // The server refused to say (an id it does not know, say): asking again will not change that.
+      if (fromServer(e) && !CONNECTION_TROUBLE.test(e.code)) break;
+      // Not reachable yet (a restart, a failover under way): again, until the deadline.
       await new Promise((resolve) => setTimeout(resolve, Math.min(100, left())));
     } finally {
       void client.end().catch(() => undefined);

@@ -69,7 +69,7 @@ describe.skipIf(url === undefined || url === '')('a COMMIT whose answer is lost 
       await inTransaction(db, insert(1, 'a'), { settleLostCommit });
       return writes() - before;
     };
-    await writesOf(false); // the statement prepared once, so that both counts below are alike
+    await writesOf(true); // the statement prepared and the server's timeline asked once, so that both counts below are alike
     expect(await writesOf(true)).toBe(await writesOf(false));
   });
 
@@ -167,6 +167,56 @@ describe.skipIf(url === undefined || url === '')('a COMMIT whose answer is lost 
       expect((await rows())[0]!.label).toMatch(/^[bc]$/);
     } finally {
       await pool.close();
+    }
+  });
+
+  it('fail/the server answers the COMMIT itself with a failure (a deferred unique key): nothing to ask, the failure thrown at once', async () => {
+    await admin.query(
+      'CREATE TABLE lost_commit_keys (id integer UNIQUE DEFERRABLE INITIALLY DEFERRED, label text NOT NULL)',
+    );
+    try {
+      await sql`SELECT 1`.execute(db.kysely); // the pool's connection open
+      const connections = relay.connections.length;
+      const attempt = inTransaction(
+        db,
+        async (tx) => {
+          await sql`INSERT INTO lost_commit_keys (id, label) VALUES (1, 'a'), (1, 'b')`.execute(tx.kysely);
+        },
+        { settleLostCommit: true },
+      );
+      await expect(attempt).rejects.toMatchObject({ code: '23505' });
+      // No connection was opened to ask about it.
+      expect(relay.connections.length).toBe(connections);
+    } finally {
+      await admin.query('DROP TABLE lost_commit_keys');
+    }
+  });
+
+  it('ok/a server that will not tell its WAL timeline (as some managed services): the id is read without it, and a lost COMMIT is settled all the same', async () => {
+    // A role of the application's kind (not a superuser), on a database where the function is refused.
+    const role = `lc_app_${Date.now().toString(36)}`;
+    await admin.query(`CREATE ROLE ${role} LOGIN`);
+    await admin.query(`GRANT ALL ON lost_commit_rows TO ${role}`);
+    await admin.query('REVOKE EXECUTE ON FUNCTION pg_current_wal_lsn() FROM PUBLIC');
+    const relayed = new URL(scratch.url);
+    relayed.host = relay.host;
+    relayed.username = role;
+    const app = await openDatabase({ url: relayed.toString(), poolSize: 1 });
+    try {
+      await expect(sql`SELECT pg_current_wal_lsn()`.execute(app.kysely)).rejects.toMatchObject({ code: '42501' });
+      relay.lose({ how: 'answerLost' });
+      await expect(inTransaction(app, insert(1, 'a'), { settleLostCommit: true })).resolves.toBe('a#1');
+      expect(relay.lost).toBe(1);
+      expect(await rows()).toEqual([{ id: 1, label: 'a' }]);
+    } finally {
+      await app.close();
+      await admin.query('GRANT EXECUTE ON FUNCTION pg_current_wal_lsn() TO PUBLIC');
+      await admin.query(`REVOKE ALL ON lost_commit_rows FROM ${role}`);
+      // Its sessions are gone once the pool has closed them.
+      await expect
+        .poll(async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE usename = $1', [role])).rowCount)
+        .toBe(0);
+      await admin.query(`DROP ROLE ${role}`);
     }
   });
 

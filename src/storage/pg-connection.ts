@@ -135,15 +135,27 @@ export function markedLater(table: string, query: CompiledQuery): CompiledQuery 
  * SELECT; `read` is answered on this side with that SELECT's row (none when nothing was sent).
  * No round trip of their own, but for a transaction that holds writes and has sent nothing else:
  * its BEGIN, id and writes would go with its COMMIT, the id's answer lost with the COMMIT's, so
- * `read` sends them first. The timeline (of the WAL's file names) tells a promoted standby, which
- * may give the same ids to other transactions, from the server that gave this one.
+ * `read` sends them first. `ask` reads the server's timeline too (`TIMELINE`), which tells a
+ * promoted standby, which may give the same ids to other transactions, from the server that gave
+ * this one; `askWithoutTimeline` is for servers that refuse to tell it (some managed services).
  */
 export const transactionIdQueries = {
   ask: CompiledQuery.raw('/* transaction id: ask */'),
+  askWithoutTimeline: CompiledQuery.raw('/* transaction id: ask, no timeline */'),
   read: CompiledQuery.raw('/* transaction id: read */'),
 };
-const TRANSACTION_ID =
-  'SELECT txid_current()::text AS xid, pg_backend_pid() AS pid, substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AS timeline';
+/** The timeline of the server's WAL, from its file names (a standby's promotion starts a new one). */
+export const TIMELINE = 'substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)';
+const transactionIdQuery = (timeline: boolean) =>
+  `SELECT txid_current()::text AS xid, pg_backend_pid() AS pid, ${timeline ? TIMELINE : 'NULL::text'} AS timeline`;
+
+/** A COMMIT PostgreSQL answered with ROLLBACK (the transaction had failed): nothing of it was kept. */
+export class NotCommitted extends Error {
+  constructor(command: string | null) {
+    super(`the transaction was not committed (${command})`);
+    this.name = 'NotCommitted';
+  }
+}
 
 /** What a write held for later answers at once: nothing (its caller reads nothing). */
 const HELD: pg.QueryResult = { command: 'INSERT', rowCount: 0, rows: [], fields: [], oid: 0 };
@@ -287,8 +299,8 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
   let held: LaterWrite[] = [];
   /** Why the transaction failed on this side (a held value pg refuses): every statement until its ROLLBACK fails with it. */
   let refused: Error | undefined;
-  /** The transaction's id was asked for and goes with its BEGIN; its row once sent. */
-  let idAsked = false;
+  /** The SELECT of the transaction's id, asked for to go with its BEGIN; its row once sent. */
+  let idAsked: string | undefined;
   let idRow: Promise<unknown> | undefined;
   const readId = (answer: Promise<pg.QueryResult>) => {
     idRow = answer.then((r) => r.rows[0]);
@@ -327,8 +339,9 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     if (begin !== undefined) {
       const text = begin;
       parts.push(() => query(text));
-      if (idAsked) parts.push(() => readId(query(TRANSACTION_ID, [])));
-      idAsked = false;
+      const asked = idAsked;
+      if (asked !== undefined) parts.push(() => readId(query(asked, [])));
+      idAsked = undefined;
     }
     const writes = takeHeld();
     if (writes instanceof Error) return Promise.reject(writes);
@@ -372,7 +385,7 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     if (values.length === 0 && /^\s*rollback\s*$/i.test(text)) {
       held = [];
       refused = undefined;
-      idAsked = false;
+      idAsked = undefined;
       // Nothing of the transaction was sent: there is nothing to roll back.
       if (begin !== undefined) {
         begin = undefined;
@@ -381,20 +394,25 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
       return query(text, values);
     }
     if (refused !== undefined) return Promise.reject(refused);
-    if (values.length === 0 && text === transactionIdQueries.ask.sql) {
+    if (
+      values.length === 0 &&
+      (text === transactionIdQueries.ask.sql || text === transactionIdQueries.askWithoutTimeline.sql)
+    ) {
+      const select = transactionIdQuery(text === transactionIdQueries.ask.sql);
       idRow = undefined;
       if (begin !== undefined) {
-        idAsked = true;
+        idAsked = select;
         return Promise.resolve(answered('SELECT'));
       }
       // The transaction has begun on the server already: the id costs a round trip.
-      return readId(withHeld(() => query(TRANSACTION_ID, [])));
+      return readId(withHeld(() => query(select, [])));
     }
     if (values.length === 0 && text === transactionIdQueries.read.sql) {
       let sent: Promise<unknown> | undefined;
-      if (idAsked && begin !== undefined && held.length > 0) {
-        idAsked = false;
-        sent = readId(withHeld(() => query(TRANSACTION_ID, [])));
+      const select = idAsked;
+      if (select !== undefined && begin !== undefined && held.length > 0) {
+        idAsked = undefined;
+        sent = readId(withHeld(() => query(select, [])));
       }
       const row = idRow;
       return Promise.resolve(sent)
@@ -410,7 +428,7 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
     }
     if (values.length === 0 && /^\s*(begin|start transaction)\b/i.test(text) && !transacting()) {
       held = [];
-      idAsked = false;
+      idAsked = undefined;
       idRow = undefined;
       begin = text;
       return Promise.resolve(answered('BEGIN'));
@@ -422,7 +440,7 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
       }
       // PostgreSQL answers the COMMIT of a failed transaction with ROLLBACK, not an error.
       return withHeld(() => query(text, values)).then((r) => {
-        if (r.command !== 'COMMIT') throw new Error(`the transaction was not committed (${r.command})`);
+        if (r.command !== 'COMMIT') throw new NotCommitted(r.command);
         return r;
       });
     }

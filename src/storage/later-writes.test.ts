@@ -9,7 +9,7 @@ import { scratchPostgresDatabase, testDialects } from '../../test/support/databa
 import { inTransaction, openDatabase, writeLater, type Db } from './database.js';
 import { MailRepo } from './mail-repo.js';
 import { migrateToLatest } from './migrate.js';
-import { heldStatements, laterWritesStatement } from './pg-connection.js';
+import { heldStatements, laterWritesStatement } from './later-statements.js';
 
 /** Test tables, not in the schema: writeLater only uses the name to keep one held write per table. */
 type Table = Parameters<typeof writeLater>[1];

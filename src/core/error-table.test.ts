@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_TABLE } from './error-table.js';
-import { CertdeskError, type ErrorKind } from './errors.js';
+import { CertdeskError, CommitOutcomeUnknown, isRefusal, type ErrorKind } from './errors.js';
 
 describe('ERROR_TABLE', () => {
   const rows = Object.entries(ERROR_TABLE) as [ErrorKind, (typeof ERROR_TABLE)[ErrorKind]][];
@@ -31,5 +31,16 @@ describe('ERROR_TABLE', () => {
   it('gives distinct ErrorIds to kinds that are not the spec’s shared -2011 family', () => {
     const ids = rows.filter(([, r]) => r.errorId !== -2011).map(([, r]) => r.errorId);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe('refusals and failures', () => {
+  it('ok/a refusal is a CertdeskError the caller caused; not ready, a lost COMMIT and internal errors are not', () => {
+    expect(isRefusal(new CertdeskError('invalidInput'))).toBe(true);
+    expect(isRefusal(new CertdeskError('conflict'))).toBe(true);
+    expect(isRefusal(new CertdeskError('notReady'))).toBe(false);
+    expect(isRefusal(new CommitOutcomeUnknown(new Error('lost')))).toBe(false);
+    expect(isRefusal(new CertdeskError('internal'))).toBe(false);
+    expect(isRefusal(new Error('plain'))).toBe(false);
   });
 });

@@ -67,6 +67,15 @@ export function isCertdeskError(e: unknown): e is CertdeskError {
 }
 
 /**
+ * A refusal of the request, for what it asks or the state it meets: not a failure of the service
+ * (`internal`; `notReady`: the database out of reach, a COMMIT whose outcome is unknown), which a
+ * later try may get past and which is never shown as the caller's fault.
+ */
+export function isRefusal(e: unknown): e is CertdeskError {
+  return e instanceof CertdeskError && e.kind !== 'internal' && e.kind !== 'notReady';
+}
+
+/**
  * A transaction's COMMIT was sent and its answer lost (the connection dropped), and whether the
  * database kept it could not be found out: what the request changed may or may not be there. A
  * retry must look first (an order by its PartnerOrderID), never repeat the change blindly.

@@ -7,6 +7,7 @@ import { CommitOutcomeUnknown } from '../core/index.js';
 import type { Db } from './database.js';
 import { NotCommitted, TIMELINE } from './pg-connection.js';
 import type { DB } from './schema.js';
+import { CONNECTION_TROUBLE, fromServer } from './unavailable.js';
 
 /** The pg module, as database.ts loads it at first use. */
 type PgModule = typeof pg;
@@ -37,15 +38,6 @@ export function timelineReadable(db: Db): Promise<boolean> {
   }
   return known;
 }
-
-/** An error PostgreSQL itself reported (it carries a SQLSTATE and a severity), not a lost or refused connection. */
-function fromServer(e: unknown): e is { code: string; severity: string } {
-  const { code, severity } = (e ?? {}) as { code?: unknown; severity?: unknown };
-  return typeof code === 'string' && typeof severity === 'string';
-}
-
-/** Connection exceptions (08), operator intervention (57P: shutdown, crash, cannot connect now), too many connections. */
-const CONNECTION_TROUBLE = /^(08|57P|53300)/;
 
 /**
  * The server answered the COMMIT itself with a failure (a deferred constraint, a conflict, a

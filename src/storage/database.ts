@@ -9,7 +9,7 @@ import {
   type SqliteDatabase,
 } from 'kysely';
 import type pg from 'pg';
-import type { TransactOptions } from '../core/index.js';
+import { CommitOutcomeUnknown, type TransactOptions } from '../core/index.js';
 import { Gathering } from './gathering.js';
 import { markedLater } from './later-statements.js';
 import { commitStatus, serverRefused, timelineReadable, type TransactionId } from './commit-status.js';
@@ -17,6 +17,7 @@ import { isReplannedStatement, sendingLater, statementNames, transactionIdQuerie
 import type { DB } from './schema.js';
 import { checkpointsAside } from './sqlite-checkpoints.js';
 import { commitMarks, sharedMarks } from './sqlite-commits.js';
+import { connectionLost } from './unavailable.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -252,8 +253,8 @@ function isConflict(e: unknown): boolean {
  * A COMMIT whose answer is lost (the connection dropped after it was sent) leaves the outcome to
  * the server. With `settleLostCommit`, on PostgreSQL, the transaction also reads its id, and such
  * a failure is followed by asking the server (`commitStatus`): if it committed, `fn`'s result is
- * returned as if the answer had come. Without it, the failure is thrown whatever the server did
- * (SQLite's COMMIT has no connection to lose: a failed one rolled back).
+ * returned as if the answer had come. Without it, such a failure is `CommitOutcomeUnknown`
+ * whatever the server did (SQLite's COMMIT has no connection to lose: a failed one rolled back).
  */
 export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>, options: TransactOptions = {}): Promise<T> {
   const settling = options.settleLostCommit === true && db.dialect === 'postgres';
@@ -278,8 +279,13 @@ export async function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>, optio
       });
     } catch (e) {
       // The work was done and the COMMIT failed: if its answer was lost, the server may have kept it.
-      if (ours === undefined || result === undefined || serverRefused(e)) throw e;
-      if ((await commitStatus(await loadPg(), db, ours, e)) === 'committed') return result.value;
+      if (result === undefined || serverRefused(e)) throw e;
+      if (ours !== undefined) {
+        if ((await commitStatus(await loadPg(), db, ours, e)) === 'committed') return result.value;
+        throw e;
+      }
+      // Not settled: the connection went with the COMMIT, and whether it was kept cannot be told.
+      if (db.dialect === 'postgres' && connectionLost(e)) throw new CommitOutcomeUnknown(e);
       throw e;
     }
   };

@@ -24,3 +24,4 @@ export * from './mail-repo.js';
 export * from './repositories.js';
 export * from './operators-repo.js';
 export * from './broadcast.js';
+export { databaseUnavailable } from './unavailable.js';

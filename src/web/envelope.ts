@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { BOOLISH_PATTERN, CertdeskError, errorRow, type ErrorKind } from '../core/index.js';
+import { BOOLISH_PATTERN, CertdeskError, CommitOutcomeUnknown, errorRow, type ErrorKind } from '../core/index.js';
+import { databaseUnavailable } from '../storage/index.js';
 
 /** The failure body of DESIGN §5.1. */
 export interface FailureBody {
@@ -37,6 +38,10 @@ const NUL_NOT_STORABLE = 'The request contains a NUL character (U+0000), which c
 /** Maps anything thrown while serving a request to a CertdeskError; unknown errors become `internal`. */
 export function toCertdeskError(error: unknown): CertdeskError {
   if (error instanceof CertdeskError) return error;
+  // The database out of reach (a restart, a failover) or busy: the caller may try again, so 503, not 500.
+  const unavailable = databaseUnavailable(error);
+  if (unavailable !== undefined)
+    return new CertdeskError('notReady', `${unavailable} Try again shortly.`, { cause: error });
   const e = error as Partial<FastifyError> & { validation?: SchemaError[] };
   if (Array.isArray(e.validation) && e.validation.length > 0) {
     // One fault per field: a union (anyOf) reports each branch it tried, which means nothing alone.
@@ -146,13 +151,29 @@ function fieldOf(path: string, params: Record<string, unknown> | undefined, cont
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const err = toCertdeskError(error);
   const { status, body } = failure(err);
-  if (status >= 500) request.log.error({ err: error }, 'request failed');
+  // Not ready (the database out of reach, say) is an outage to watch, not a fault of ours to fix.
+  if (err.kind === 'notReady') request.log.warn({ err: error }, 'request failed: not ready');
+  else if (status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.info({ kind: err.kind, field: err.field }, 'request refused');
+  const retry = retryAfter(err, error);
+  if (retry !== undefined) void reply.header('retry-after', retry);
+  return reply.code(status).send(body);
+}
+
+/** How long a refused caller should wait, in seconds, when sending the same request again later will do. */
+const NOT_READY_RETRY_SECONDS = 5;
+
+/**
+ * Retry-After for a failure worth sending again unchanged: a rate limit's own wait; for a service
+ * not ready, a few seconds, except after a lost COMMIT (the change may have been made: look first).
+ */
+export function retryAfter(err: CertdeskError, error: unknown): string | undefined {
   if (err.kind === 'rateLimited') {
     const retry = (error as { retryAfter?: unknown }).retryAfter;
-    if (retry !== undefined) void reply.header('retry-after', String(retry));
+    return retry === undefined ? undefined : String(retry);
   }
-  return reply.code(status).send(body);
+  if (err.kind === 'notReady' && !(err instanceof CommitOutcomeUnknown)) return String(NOT_READY_RETRY_SECONDS);
+  return undefined;
 }
 
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {

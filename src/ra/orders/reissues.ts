@@ -1,5 +1,6 @@
 import {
   CertdeskError,
+  isRefusal,
   dcvReuseSeconds,
   waitingFor,
   type Clock,
@@ -84,7 +85,7 @@ export class Reissues {
         // One order's problem must not stop the others: a refusal waits for the next daily run; a
         // failure (the database) fails this run after the others had their turn, so the job is
         // retried with backoff and the order renewed then.
-        if (e instanceof CertdeskError) continue;
+        if (isRefusal(e)) continue;
         failure ??= e;
         this.deps.logger?.warn({ err: e, orderId: order.id }, 'subscription renewal failed; retried with the job');
       }

@@ -8,7 +8,7 @@ import type { HashStore } from '../../ra/hash-store/hash-store.js';
 import { hashSecret } from '../../ra/accounts/secrets.js';
 import { parseBody } from '../body-parser.js';
 import { refuseNul } from '../refuse-nul.js';
-import { toCertdeskError } from '../envelope.js';
+import { retryAfter, toCertdeskError } from '../envelope.js';
 import { redactingLogger, secretInQuery } from '../log-redaction.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from '../server-timeouts.js';
 
@@ -188,6 +188,12 @@ function sendFailure(
   original: unknown,
 ): FastifyReply {
   const status = KV_STATUS[err.kind] ?? errorRow(err.kind).status;
+  const retry = retryAfter(err, original);
+  if (retry !== undefined) void reply.header('retry-after', retry);
+  if (err.kind === 'notReady') {
+    request.log.warn({ err: original }, 'hash store request failed: not ready');
+    return reply.code(503).send({ message: err.message });
+  }
   if (status >= 500) {
     request.log.error({ err: original }, 'hash store request failed');
     return reply.code(500).send({ message: 'internal server error' });

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { OAuthProblem, type OAuth } from '../../ra/accounts/oauth.js';
-import { toCertdeskError } from '../envelope.js';
+import { retryAfter, toCertdeskError } from '../envelope.js';
 import { secretInQuery } from '../log-redaction.js';
 import type { App } from '../types.js';
 
@@ -80,10 +80,15 @@ function oauthError(error: unknown, request: FastifyRequest, reply: FastifyReply
     request.log.error({ err: error }, 'token endpoint failed');
     return reply.code(500).send({ error: 'server_error', error_description: 'Internal server error.' });
   }
+  const retry = retryAfter(err, error);
+  if (retry !== undefined) void reply.header('retry-after', retry);
+  if (err.kind === 'notReady') {
+    request.log.warn({ err: error }, 'token endpoint failed: not ready');
+    // The authorization endpoint's word for it (RFC 6749 §4.1.2.1); §5.2 has none for a 503.
+    return reply.code(503).send({ error: 'temporarily_unavailable', error_description: err.message });
+  }
   if (err.kind === 'rateLimited' || err.kind === 'payloadTooLarge') {
     const status = err.kind === 'rateLimited' ? 429 : 413;
-    const retry = (error as { retryAfter?: number }).retryAfter;
-    if (retry !== undefined) void reply.header('retry-after', String(retry));
     return reply.code(status).send({ error: 'invalid_request', error_description: err.message });
   }
   return reply.code(400).send({ error: 'invalid_request', error_description: err.message });

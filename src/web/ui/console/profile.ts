@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { CertdeskError } from '../../../core/index.js';
+import { isRefusal } from '../../../core/index.js';
 import type { Users } from '../../../ra/accounts/users.js';
 import type { HashStore } from '../../../ra/hash-store/hash-store.js';
 import type { App } from '../../types.js';
@@ -57,7 +57,7 @@ async function ownChange(
   try {
     await run();
   } catch (e) {
-    if (!(e instanceof CertdeskError)) throw e;
+    if (!isRefusal(e)) throw e;
     return profileScreen(c, reply, 400, failure(e.message));
   }
   return after();

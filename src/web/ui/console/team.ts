@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { CertdeskError, ROLES, SCOPES } from '../../../core/index.js';
+import { isRefusal, ROLES, SCOPES } from '../../../core/index.js';
 import { kvKeyId } from '../../../storage/index.js';
 import type { HashStore } from '../../../ra/hash-store/hash-store.js';
 import { escapeHtml } from '../page.js';
@@ -203,7 +203,7 @@ export function registerTeamScreens(
     try {
       await deps.hashStore.revokeKey((await c.principal()).customerId, kvKeyId(Number(id)), c.actor);
     } catch (e) {
-      if (!(e instanceof CertdeskError)) throw e;
+      if (!isRefusal(e)) throw e;
       return keysScreen(c, reply, deps.hashStore, 404, failure('No such key.'));
     }
     return redirectDone(reply, c, '/keys', 'deleted');

@@ -1,0 +1,65 @@
+// Which failures of a database call are the database being out of reach or out of room, not a
+// fault of the request or of certdesk: a restart, a failover, a cut network, too many
+// connections, a SQLite file another process holds locked past the busy timeout. The web layer
+// answers them 503 with Retry-After, not 500 (envelope.ts); a transaction whose COMMIT met one
+// cannot tell whether it was kept (`inTransaction`).
+
+/** An error PostgreSQL itself reported (it carries a SQLSTATE and a severity), not a lost or refused connection. */
+export function fromServer(e: unknown): e is { code: string; severity: string } {
+  const { code, severity } = (e ?? {}) as { code?: unknown; severity?: unknown };
+  return typeof code === 'string' && typeof severity === 'string';
+}
+
+/** Connection exceptions (08), operator intervention (57P: shutdown, crash, cannot connect now), too many connections. */
+export const CONNECTION_TROUBLE = /^(08|57P|53300)/;
+
+/** SQLSTATEs of a server out of resources (53: disk full, out of memory, too many connections, a configured limit). */
+const OUT_OF_RESOURCES = /^53/;
+
+/** What the socket under a PostgreSQL connection reports when the server is gone or not reachable. */
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/** pg's and pg-pool's own words for a connection lost, closed or not made (they carry no code). */
+const PG_CONNECTION_MESSAGES =
+  /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|timeout expired)/;
+
+/** SQLite: the file locked by another connection past busy_timeout, or no room left for it. */
+const SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|FULL)/;
+
+/** A connection-level failure of PostgreSQL: the server gone, refusing, or the path to it cut. */
+export function connectionLost(e: unknown): boolean {
+  if (fromServer(e)) return CONNECTION_TROUBLE.test(e.code);
+  const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
+  return typeof message === 'string' && PG_CONNECTION_MESSAGES.test(message);
+}
+
+/**
+ * Why the database cannot serve now, in words for the caller, when `e` says so (else undefined):
+ * the server unreachable or refusing connections, out of resources, or a SQLite file locked by
+ * another process past the busy timeout. An AggregateError counts when any of its parts does.
+ */
+export function databaseUnavailable(e: unknown): string | undefined {
+  if (e instanceof AggregateError) {
+    for (const part of e.errors) {
+      const reason = databaseUnavailable(part);
+      if (reason !== undefined) return reason;
+    }
+    return undefined;
+  }
+  if (connectionLost(e)) return 'The database cannot be reached.';
+  if (fromServer(e)) return OUT_OF_RESOURCES.test(e.code) ? 'The database is out of resources.' : undefined;
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && SQLITE_CODES.test(code))
+    return code.startsWith('SQLITE_FULL') ? 'The database is out of room.' : 'The database is busy.';
+  return undefined;
+}

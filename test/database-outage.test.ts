@@ -1,0 +1,187 @@
+// The database out of reach or busy while requests come in: a PostgreSQL restart, failover or cut
+// network (a real TCP relay on loopback between the service and the server, closed and refusing),
+// a COMMIT whose answer is lost outside an order's batch, a SQLite file another process holds
+// locked past the busy timeout. The caller gets a 503 that says whether sending the same request
+// again will do (Retry-After) or whether to look first; never a 500, and nothing half done.
+import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { CustomerId } from '../src/core/index.js';
+import { buildKvApp } from '../src/web/kv/server.js';
+import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
+import { startCommitLossRelay, type CommitLossRelay } from './support/commit-loss.js';
+import { openPostgres, sqliteFile } from './support/databases.js';
+import { dnsOrderBody, issuingContext, type IssuingContext } from './support/issuing-context.js';
+
+const url = process.env.CERTDESK_TEST_DATABASE_URL;
+if (url === undefined || url === '')
+  console.warn('PostgreSQL outage tests not run: they need CERTDESK_TEST_DATABASE_URL');
+
+const partnerOrders = (t: TestContext, c: TestCustomer, partnerOrderId: string) =>
+  t.db.kysely
+    .selectFrom('orders')
+    .select('id')
+    .where('customer_id', '=', c.customerId)
+    .where('partner_order_id', '=', partnerOrderId)
+    .execute();
+
+describe.skipIf(url === undefined || url === '')('PostgreSQL out of reach', () => {
+  let relay: CommitLossRelay;
+  let context: IssuingContext;
+  let t: TestContext;
+  let c: TestCustomer;
+
+  beforeAll(async () => {
+    relay = await startCommitLossRelay(new URL(url!));
+    context = await issuingContext({ dialect: 'postgres', open: () => openPostgres(url!, relay.host) }, 'Outage');
+    ({ t, c } = context);
+  }, 120_000);
+  afterEach(() => {
+    relay.lose(undefined);
+    relay.refuseNew = false;
+  });
+  afterAll(async () => {
+    await context?.close();
+    await relay?.close();
+  });
+
+  const cancel = (id: number, key: string) =>
+    t.call(c.token, { method: 'DELETE', url: `/rest/v1/Order/${id}`, headers: { 'idempotency-key': key } });
+
+  it('fail/reads, orders and tokens while the server is gone: 503 with Retry-After (OAuth: temporarily_unavailable); nothing stored; the same calls succeed once it is back', async () => {
+    relay.refuseNew = true;
+    relay.closeAll();
+    const list = await t.call(c.token, { method: 'GET', url: '/rest/v1/Orders' });
+    expect(list.statusCode, list.body).toBe(503);
+    expect(list.json()).toEqual({
+      success: false,
+      ErrorId: -1503,
+      Message: 'The database cannot be reached. Try again shortly.',
+    });
+    expect(list.headers['retry-after']).toBe('5');
+
+    const order = () =>
+      t.call(c.token, { method: 'POST', url: '/rest/v1/Order', payload: dnsOrderBody({ PartnerOrderID: 'outage-1' }) });
+    const refused = await order();
+    expect(refused.statusCode, refused.body).toBe(503);
+    expect(refused.json()).toMatchObject({ success: false, ErrorId: -1503 });
+    expect(refused.headers['retry-after']).toBe('5');
+
+    const token = await t.app.inject({
+      method: 'POST',
+      url: '/oauth2/token',
+      payload: { grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret },
+    });
+    expect(token.statusCode, token.body).toBe(503);
+    expect(token.json()).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: 'The database cannot be reached. Try again shortly.',
+    });
+    expect(token.headers['retry-after']).toBe('5');
+
+    relay.refuseNew = false;
+    expect(await partnerOrders(t, c, 'outage-1')).toEqual([]);
+    const placed = await order();
+    expect(placed.statusCode, placed.body).toBe(200);
+    expect(await partnerOrders(t, c, 'outage-1')).toEqual([{ id: placed.json().ServiceOrderID }]);
+    expect((await t.call(c.token, { method: 'GET', url: '/rest/v1/Orders' })).statusCode).toBe(200);
+  });
+
+  it('fail/a cancel whose COMMIT answer is lost: 503 that says to look first, no Retry-After; it was kept, and the same key again answers its success; refunded once', async () => {
+    const placed = await t.call(c.token, { method: 'POST', url: '/rest/v1/Order', payload: dnsOrderBody() });
+    expect(placed.statusCode, placed.body).toBe(200);
+    const id = placed.json().ServiceOrderID as number;
+    const key = randomUUID();
+    relay.lose({ how: 'answerLost', when: (sent) => sent.includes('order.cancelled') });
+    const lost = await cancel(id, key);
+    expect(relay.lost).toBe(1);
+    expect(lost.statusCode, lost.body).toBe(503);
+    expect(lost.json()).toMatchObject({
+      success: false,
+      ErrorId: -1503,
+      Message: expect.stringMatching(/look before sending it again/),
+    });
+    expect(lost.headers['retry-after']).toBeUndefined();
+
+    const stored = await t.db.kysely
+      .selectFrom('orders')
+      .select(['major_status', 'cancel_key'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(stored).toEqual({ major_status: 'CANCELLED', cancel_key: key });
+    const again = await cancel(id, key);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    const refunds = await t.db.kysely
+      .selectFrom('ledger')
+      .select('kind')
+      .where('order_id', '=', id)
+      .where('kind', '=', 'refund')
+      .execute();
+    expect(refunds).toHaveLength(1);
+  });
+});
+
+describe('SQLite locked by another process past the busy timeout', () => {
+  const dialect = sqliteFile();
+  let t: TestContext;
+  let c: TestCustomer;
+
+  beforeAll(async () => {
+    t = await createTestContext(dialect);
+    c = await t.customer({ name: 'Busy', creditLimit: 100000 });
+  }, 120_000);
+  afterAll(async () => t?.close());
+
+  it('fail/POST /Order: 503 "busy" with Retry-After, nothing stored; once the lock is gone the same order is placed', async () => {
+    const other = new Database(dialect.file());
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      const body = dnsOrderBody({ PartnerOrderID: 'busy-1' });
+      const refused = await t.call(c.token, { method: 'POST', url: '/rest/v1/Order', payload: body });
+      expect(refused.statusCode, refused.body).toBe(503);
+      expect(refused.json()).toMatchObject({
+        success: false,
+        ErrorId: -1503,
+        Message: 'The database is busy. Try again shortly.',
+      });
+      expect(refused.headers['retry-after']).toBe('5');
+      other.exec('ROLLBACK');
+      expect(await partnerOrders(t, c, 'busy-1')).toEqual([]);
+      const placed = await t.call(c.token, { method: 'POST', url: '/rest/v1/Order', payload: body });
+      expect(placed.statusCode, placed.body).toBe(200);
+      expect(await partnerOrders(t, c, 'busy-1')).toHaveLength(1);
+    } finally {
+      if (other.inTransaction) other.exec('ROLLBACK');
+      other.close();
+    }
+  }, 60_000);
+
+  it('fail/the hash store: POST /<name> answers 503 "busy" with Retry-After; nothing filed; once the lock is gone it files', async () => {
+    const { key } = await t.services.hashStore.createKey(c.customerId as CustomerId);
+    const kv = await buildKvApp({ hashStore: t.services.hashStore, logger: false });
+    const file = () =>
+      kv.inject({
+        method: 'POST',
+        url: '/busy.example.org',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        payload: { hash: 'h-busy' },
+      });
+    const other = new Database(dialect.file());
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      const refused = await file();
+      expect(refused.statusCode, refused.body).toBe(503);
+      expect(refused.json()).toEqual({ message: 'The database is busy. Try again shortly.' });
+      expect(refused.headers['retry-after']).toBe('5');
+      other.exec('ROLLBACK');
+      expect(await t.services.hashStore.lookup(key, 'busy.example.org')).toBeUndefined();
+      expect((await file()).statusCode).toBe(200);
+      expect(await t.services.hashStore.lookup(key, 'busy.example.org')).toBe('h-busy');
+    } finally {
+      if (other.inTransaction) other.exec('ROLLBACK');
+      other.close();
+      await kv.close();
+    }
+  }, 60_000);
+});

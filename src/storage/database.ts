@@ -62,6 +62,8 @@ export interface OpenOptions {
   readonly poolSize?: number;
   /** PostgreSQL: named prepared statements (`preparing`); default true. */
   readonly prepared?: boolean;
+  /** PostgreSQL: how long a query may wait for a connection, a new one's handshake included (CONNECT_TIMEOUT_MS). */
+  readonly connectTimeoutMs?: number;
   /**
    * Called when an idle PostgreSQL connection fails (server restart, network cut). The pool drops
    * that connection and the next query opens a new one; without a listener the process would crash.
@@ -161,6 +163,12 @@ function withStatementCache(
 export const IDLE_CONNECTION_MS = 5 * 60_000;
 /** How long a PostgreSQL connection is idle before TCP keepalive probes start. */
 export const KEEPALIVE_AFTER_MS = 60_000;
+/**
+ * How long a query waits for a pooled connection, making a new one included: a server whose
+ * packets are dropped (a host down behind a firewall) or that accepts and never answers (a hung
+ * proxy) held each request for minutes, until the kernel gave up on the handshake, or for ever.
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
 
 async function openPostgres(options: OpenOptions): Promise<Db> {
   const schema = options.schema;
@@ -183,6 +191,8 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     // apart paid both on every burst. An idle connection does not keep the process alive.
     idleTimeoutMillis: IDLE_CONNECTION_MS,
     allowExitOnIdle: true,
+    // Then it fails as unreachable: a 503 for the caller (unavailable.ts), not a request held.
+    connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     // Kept that long, a connection outlives the idle timeouts of NATs and load balancers between
     // process and database (Azure's 4 min, AWS's 350 s), which drop a flow without a word: TCP
     // keepalive probes from a minute idle keep such a path open, and find one that was cut.

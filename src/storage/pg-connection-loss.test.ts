@@ -7,7 +7,9 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratchPostgresDatabase } from '../../test/support/databases.js';
+import { startTcpRelay, type TcpRelay } from '../../test/support/tcp-relay.js';
 import { inTransaction, openDatabase } from './database.js';
+import { databaseUnavailable } from './unavailable.js';
 
 const url = process.env.CERTDESK_TEST_DATABASE_URL;
 if (url === undefined || url === '')
@@ -43,6 +45,39 @@ describe.skipIf(url === undefined || url === '')('a PostgreSQL connection lost i
       expect(next).not.toBe(lost);
     } finally {
       await admin.end();
+      await db.close();
+    }
+  });
+});
+
+describe.skipIf(url === undefined || url === '')('a PostgreSQL server that never answers a new connection', () => {
+  let scratch: Awaited<ReturnType<typeof scratchPostgresDatabase>>;
+  let relay: TcpRelay;
+  beforeAll(async () => {
+    scratch = await scratchPostgresDatabase(url!);
+    relay = await startTcpRelay(new URL(url!), 5432);
+  });
+  afterAll(async () => {
+    await relay?.close();
+    await scratch?.drop();
+  });
+
+  it('fail/a query waits at most the connect timeout and fails as unreachable (a 503), not for ever; once the server answers, the next passes', async () => {
+    const through = new URL(scratch.url);
+    through.host = relay.host;
+    // A hung proxy, or a host whose packets are dropped: accepted, and then nothing.
+    relay.blackholeNew = true;
+    const db = await openDatabase({ url: through.toString(), poolSize: 1, connectTimeoutMs: 2_000 });
+    try {
+      const e = await sql`SELECT 1 AS one`.execute(db.kysely).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(String(e)).toMatch(/timeout/i);
+      expect(databaseUnavailable(e)).toBe('The database cannot be reached.');
+      relay.blackholeNew = false;
+      expect((await sql<{ one: number }>`SELECT 1 AS one`.execute(db.kysely)).rows).toEqual([{ one: 1 }]);
+    } finally {
       await db.close();
     }
   });

@@ -4,13 +4,18 @@
 // locked past the busy timeout. The caller gets a 503 that says whether sending the same request
 // again will do (Retry-After) or whether to look first; never a 500, and nothing half done.
 import { randomUUID } from 'node:crypto';
+import { connect, type AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { CustomerId } from '../src/core/index.js';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CertdeskError, CommitOutcomeUnknown, DatabaseUnavailable, type CustomerId } from '../src/core/index.js';
+import { createWebApp } from '../src/main.js';
+import { retryAfter } from '../src/web/envelope.js';
 import { buildKvApp } from '../src/web/kv/server.js';
 import { createTestContext, type TestContext, type TestCustomer } from './support/app.js';
+import { logCapture } from './support/raw-http.js';
 import { startCommitLossRelay, type CommitLossRelay } from './support/commit-loss.js';
-import { openPostgres, sqliteFile } from './support/databases.js';
+import { openPostgres, sqliteFile, testDialects } from './support/databases.js';
 import { dnsOrderBody, issuingContext, type IssuingContext } from './support/issuing-context.js';
 
 const url = process.env.CERTDESK_TEST_DATABASE_URL;
@@ -184,4 +189,59 @@ describe('SQLite locked by another process past the busy timeout', () => {
       await kv.close();
     }
   }, 60_000);
+});
+
+describe('what is not the database', () => {
+  it('ok/Retry-After only where sending the same request again will do: the database unavailable, not a lost COMMIT nor a CA not set up', () => {
+    const cause = new Error('x');
+    expect(retryAfter(new DatabaseUnavailable('The database is busy.', cause), cause)).toBe('5');
+    expect(retryAfter(new CommitOutcomeUnknown(cause), cause)).toBeUndefined();
+    const notInitialized = new CertdeskError('notReady', 'the CA hierarchy is not initialized');
+    expect(retryAfter(notInitialized, notInitialized)).toBeUndefined();
+  });
+
+  it('ok/a client that hangs up mid-body (its socket ECONNRESET) is refused as a bad request, never logged as the database unavailable', async () => {
+    const t = await createTestContext(testDialects()[0]!);
+    const { lines, sink } = logCapture();
+    const logger = pino({ level: 'info' }, sink);
+    const app = await createWebApp(t.services, logger);
+    const kv = await buildKvApp({ hashStore: t.services.hashStore, logger });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      await kv.listen({ host: '127.0.0.1', port: 0 });
+      const c = await t.customer();
+      const hangUp = (port: number, head: string) =>
+        new Promise<void>((resolve) => {
+          const socket = connect(port, '127.0.0.1', () => {
+            socket.write(`${head}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":`, () =>
+              socket.resetAndDestroy(),
+            );
+          });
+          socket.on('error', () => undefined);
+          socket.on('close', () => resolve());
+        });
+      const port = (server: typeof app) => (server.server.address() as AddressInfo).port;
+      await hangUp(port(app), 'POST /oauth2/token HTTP/1.1\r\nHost: certdesk.test\r\n');
+      await hangUp(
+        port(app),
+        `POST /rest/v1/Order HTTP/1.1\r\nHost: certdesk.test\r\nAuthorization: Bearer ${c.token}\r\n`,
+      );
+      await hangUp(
+        port(kv),
+        'POST /www.certdesk-test.com HTTP/1.1\r\nHost: kv.certdesk.test\r\nx-api-key: cdk_unknown\r\n',
+      );
+      const logged = () => lines.map((l) => JSON.parse(l) as { level: number; msg: string; kind?: string });
+      // Each listener has dealt with its hung-up request once it has logged the refusal.
+      await vi.waitFor(() => {
+        expect(
+          logged().filter((l) => l.msg === 'request refused' || l.msg === 'hash store request refused'),
+        ).toHaveLength(2);
+      });
+      expect(logged().filter((l) => /unavailable|not ready/.test(l.msg) || l.level >= 50)).toEqual([]);
+    } finally {
+      await kv.close();
+      await app.close();
+      await t.close();
+    }
+  });
 });

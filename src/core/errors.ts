@@ -67,6 +67,17 @@ export function isCertdeskError(e: unknown): e is CertdeskError {
 }
 
 /**
+ * The database cannot serve now (out of reach, busy, out of room), said in `reason`: sending the
+ * same request again shortly may do, and nothing of this one was committed as far as can be told.
+ */
+export class DatabaseUnavailable extends CertdeskError {
+  constructor(reason: string, cause: unknown) {
+    super('notReady', `${reason} Try again shortly.`, { cause });
+    this.name = 'DatabaseUnavailable';
+  }
+}
+
+/**
  * A refusal of the request, for what it asks or the state it meets: not a failure of the service
  * (`internal`; `notReady`: the database out of reach, a COMMIT whose outcome is unknown), which a
  * later try may get past and which is never shown as the caller's fault.

@@ -7,7 +7,7 @@ import { CommitOutcomeUnknown } from '../core/index.js';
 import type { Db } from './database.js';
 import { NotCommitted, TIMELINE } from './pg-connection.js';
 import type { DB } from './schema.js';
-import { CONNECTION_TROUBLE, fromServer } from './unavailable.js';
+import { CommitNotSent, CONNECTION_TROUBLE, fromServer } from './unavailable.js';
 
 /** The pg module, as database.ts loads it at first use. */
 type PgModule = typeof pg;
@@ -41,10 +41,11 @@ export function timelineReadable(db: Db): Promise<boolean> {
 
 /**
  * The server answered the COMMIT itself with a failure (a deferred constraint, a conflict, a
- * ROLLBACK for a transaction that had failed): nothing was kept, and there is nothing to ask.
+ * ROLLBACK for a transaction that had failed), or it was never sent (`CommitNotSent`): nothing
+ * was kept, and there is nothing to ask.
  */
 export function serverRefused(e: unknown): boolean {
-  return e instanceof NotCommitted || (fromServer(e) && !CONNECTION_TROUBLE.test(e.code));
+  return e instanceof NotCommitted || e instanceof CommitNotSent || (fromServer(e) && !CONNECTION_TROUBLE.test(e.code));
 }
 
 /** How long finding out whether a transaction whose COMMIT's answer was lost was kept may take. */

@@ -8,8 +8,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratchPostgresDatabase } from '../../test/support/databases.js';
 import { startTcpRelay, type TcpRelay } from '../../test/support/tcp-relay.js';
+import { CommitOutcomeUnknown } from '../core/index.js';
 import { inTransaction, openDatabase } from './database.js';
-import { databaseUnavailable } from './unavailable.js';
+import { CommitNotSent, databaseUnavailable } from './unavailable.js';
 
 const url = process.env.CERTDESK_TEST_DATABASE_URL;
 if (url === undefined || url === '')
@@ -43,6 +44,35 @@ describe.skipIf(url === undefined || url === '')('a PostgreSQL connection lost i
       await expect(attempt).rejects.toThrow(/terminat|ECONNRESET|EPIPE|not queryable/i);
       const next = await inTransaction(db, (tx) => pid(tx.kysely));
       expect(next).not.toBe(lost);
+    } finally {
+      await admin.end();
+      await db.close();
+    }
+  });
+
+  it('fail/lost after its last statement, before its COMMIT: the COMMIT is not sent, so the failure is certain (CommitNotSent, a 503 to send again), not an unknown outcome; nothing kept', async () => {
+    const db = await openDatabase({ url: scratch.url, poolSize: 1 });
+    const admin = new pg.Client({ connectionString: scratch.url });
+    await admin.connect();
+    try {
+      await sql`CREATE TABLE kept (k int PRIMARY KEY)`.execute(db.kysely);
+      const attempt = inTransaction(db, async (tx) => {
+        await sql`INSERT INTO kept VALUES (1)`.execute(tx.kysely);
+        const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(tx.kysely);
+        // A restart while the transaction does other work (signing, say) before it commits.
+        await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+        // Until a statement fails, pg has not seen the loss; once one has, it sends nothing more.
+        for (;;) if ((await sql`SELECT 1`.execute(tx.kysely).catch(() => 'lost')) === 'lost') break;
+        return 'done';
+      });
+      const e = await attempt.then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(e).toBeInstanceOf(CommitNotSent);
+      expect(e).not.toBeInstanceOf(CommitOutcomeUnknown);
+      expect(databaseUnavailable(e)).toBe('The database cannot be reached.');
+      expect((await admin.query('SELECT count(*)::int AS n FROM kept')).rows[0].n).toBe(0);
     } finally {
       await admin.end();
       await db.close();

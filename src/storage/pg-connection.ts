@@ -15,6 +15,7 @@ import {
   type LaterWrite,
 } from './later-statements.js';
 import { memoised } from './memo.js';
+import { CommitNotSent, connectionLost, notSent } from './unavailable.js';
 
 /**
  * Statements are named by a hash of their text (with a generation, bumped when a schema change
@@ -275,7 +276,12 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
         begin = undefined;
         return Promise.resolve(answered('ROLLBACK'));
       }
-      return query(text, values);
+      // A connection that cannot carry the ROLLBACK takes the transaction with it (and the pool
+      // drops it); failed, Kysely would report this instead of what failed the transaction.
+      return query(text, values).catch((e: unknown) => {
+        if (connectionLost(e)) return answered('ROLLBACK');
+        throw e;
+      });
     }
     if (refused !== undefined) return Promise.reject(refused);
     if (
@@ -322,11 +328,17 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
         begin = undefined;
         return Promise.resolve(answered('COMMIT'));
       }
-      // PostgreSQL answers the COMMIT of a failed transaction with ROLLBACK, not an error.
-      return withHeld(() => query(text, values)).then((r) => {
-        if (r.command !== 'COMMIT') throw new NotCommitted(r.command);
-        return r;
-      });
+      // PostgreSQL answers the COMMIT of a failed transaction with ROLLBACK, not an error. One
+      // pg would not send (its connection already gone) certainly kept nothing.
+      return withHeld(() => query(text, values)).then(
+        (r) => {
+          if (r.command !== 'COMMIT') throw new NotCommitted(r.command);
+          return r;
+        },
+        (e: unknown) => {
+          throw notSent(e) ? new CommitNotSent(e) : e;
+        },
+      );
     }
     // What was written after a savepoint is undone by rolling back to it: held writes of that
     // stretch are dropped, not sent (the SAVEPOINT itself went with everything held before it).

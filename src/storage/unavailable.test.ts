@@ -2,7 +2,6 @@
 // caller, envelope.ts) and which are a fault of the statement or the data (never retried as
 // such): each error here is made by the real server or library, not written by hand.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -10,7 +9,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratchPostgresDatabase } from '../../test/support/databases.js';
-import { openDatabase } from './database.js';
+import { inTransaction, openDatabase } from './database.js';
 import { databaseUnavailable } from './unavailable.js';
 
 const url = process.env.CERTDESK_TEST_DATABASE_URL;
@@ -43,13 +42,9 @@ describe.skipIf(url === undefined || url === '')('PostgreSQL failures', () => {
   afterAll(async () => scratch?.drop());
 
   it('fail/no server listening (ECONNREFUSED): cannot be reached', async () => {
-    // A port that was free a moment ago: nothing listens there now.
-    const probe = createServer();
-    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-    const { port } = probe.address() as AddressInfo;
-    await new Promise((resolve) => probe.close(resolve));
+    // The discard port: nothing listens there on loopback.
     const gone = new URL(scratch.url);
-    gone.host = `127.0.0.1:${port}`;
+    gone.host = '127.0.0.1:9';
     const db = await openDatabase({ url: gone.toString(), poolSize: 1 });
     try {
       const e = await failureOf(() => sql`SELECT 1`.execute(db.kysely));
@@ -62,7 +57,7 @@ describe.skipIf(url === undefined || url === '')('PostgreSQL failures', () => {
   it('fail/a connection ended by the server (57P01) and one refused for too many connections (53300): cannot be reached', async () => {
     const admin = new pg.Client({ connectionString: scratch.url });
     await admin.connect();
-    const role = `cdt_limited_${process.pid}`;
+    const role = `cdt_limited_${process.pid}_${Date.now()}`;
     try {
       const victim = new pg.Client({ connectionString: scratch.url });
       victim.on('error', () => undefined);
@@ -88,19 +83,45 @@ describe.skipIf(url === undefined || url === '')('PostgreSQL failures', () => {
     }
   });
 
-  it('ok/a statement the server refused (a unique key, bad SQL, a NUL): not unavailable', async () => {
+  it('fail/every pooled connection busy past the connect timeout: busy, not unreachable', async () => {
+    const db = await openDatabase({ url: scratch.url, poolSize: 1, connectTimeoutMs: 300 });
+    try {
+      let release = () => undefined as void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let started = () => undefined as void;
+      const holding = new Promise<void>((resolve) => (started = resolve));
+      const holder = inTransaction(db, async (tx) => {
+        await sql`SELECT 1`.execute(tx.kysely);
+        started();
+        await held;
+      });
+      await holding;
+      const e = await failureOf(() => sql`SELECT 1`.execute(db.kysely));
+      release();
+      await holder;
+      expect(databaseUnavailable(e), String(e)).toBe('The database is busy.');
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('ok/a statement the server refused (a unique key, bad SQL, a NUL, too many parameters): not unavailable', async () => {
     const db = await openDatabase({ url: scratch.url, poolSize: 1 });
     try {
       await sql`CREATE TABLE t (k int PRIMARY KEY, v text)`.execute(db.kysely);
       await sql`INSERT INTO t VALUES (1, 'a')`.execute(db.kysely);
+      // The last, more parameters than a statement may have: 08P01, answered on a connection that still works.
+      const tooMany = Array.from({ length: 70_000 }, (_, i) => i);
       for (const statement of [
         sql`INSERT INTO t VALUES (1, 'b')`,
         sql`SELEC 1`,
         sql`INSERT INTO t VALUES (2, ${'a\0b'})`,
+        sql`SELECT k FROM t WHERE k IN (${sql.join(tooMany)})`,
       ]) {
         const e = await failureOf(() => statement.execute(db.kysely));
         expect(databaseUnavailable(e), String(e)).toBeUndefined();
       }
+      expect((await sql<{ k: number }>`SELECT k FROM t`.execute(db.kysely)).rows).toEqual([{ k: 1 }]);
     } finally {
       await db.close();
     }

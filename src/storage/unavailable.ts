@@ -10,11 +10,15 @@ export function fromServer(e: unknown): e is { code: string; severity: string } 
   return typeof code === 'string' && typeof severity === 'string';
 }
 
-/** Connection exceptions (08), operator intervention (57P: shutdown, crash, cannot connect now), too many connections. */
-export const CONNECTION_TROUBLE = /^(08|57P|53300)/;
+/**
+ * Connection exceptions (08; not 08P01, a protocol violation the server answered on a connection
+ * that still works: a fault of the statement), operator intervention (57P: shutdown, crash,
+ * cannot connect now), too many connections.
+ */
+export const CONNECTION_TROUBLE = /^(08(?!P01)|57P|53300)/;
 
-/** SQLSTATEs of a server out of resources (53: disk full, out of memory, too many connections, a configured limit). */
-const OUT_OF_RESOURCES = /^53/;
+/** A server out of resources: disk full, out of memory, too many connections (not 53400: a limit one query met). */
+const OUT_OF_RESOURCES = /^53[123]00$/;
 
 /** What the socket under a PostgreSQL connection reports when the server is gone or not reachable. */
 const SOCKET_CODES = new Set([
@@ -32,14 +36,41 @@ const SOCKET_CODES = new Set([
 const PG_CONNECTION_MESSAGES =
   /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|timeout expired)/;
 
-/** SQLite: the file locked by another connection past busy_timeout, or no room left for it. */
-const SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|FULL)/;
+/** pg-pool: every connection busy for the whole connect timeout (the pool, not the server, is the limit). */
+const POOL_BUSY = /^timeout exceeded when trying to connect/;
+
+/** pg refusing a statement on a connection already lost or closed: nothing of it was written. */
+const NOT_QUERYABLE = /is not queryable$/;
+
+/** SQLite: the file locked by another process past busy_timeout (not SQLITE_LOCKED: a conflict within one connection), or no room left. */
+const SQLITE_CODES = /^SQLITE_(BUSY|FULL)/;
+
+/**
+ * A COMMIT that was never written: its connection was lost, or closed, before it. Nothing of the
+ * transaction was kept (the server ends it with the connection), so whether it was is certain.
+ */
+export class CommitNotSent extends Error {
+  constructor(cause: unknown) {
+    super('the COMMIT was not sent: its connection was gone before it', { cause });
+    this.name = 'CommitNotSent';
+  }
+}
+
+/** Whether pg refused to send a statement (`e`) because its connection was already lost or closed. */
+export function notSent(e: unknown): boolean {
+  const message = (e as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && NOT_QUERYABLE.test(message);
+}
 
 /** A connection-level failure of PostgreSQL: the server gone, refusing, or the path to it cut. */
 export function connectionLost(e: unknown): boolean {
+  if (e instanceof CommitNotSent) return true;
   if (fromServer(e)) return CONNECTION_TROUBLE.test(e.code);
-  const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
+  const { code, message, syscall, statusCode } = (e ?? {}) as Record<string, unknown>;
+  // An HTTP request's failure carries its status (a client that hung up mid-body: ECONNRESET, 400).
+  if (typeof statusCode === 'number') return false;
+  // A socket's own failure names its system call (connect, read, write, getaddrinfo).
+  if (typeof code === 'string' && SOCKET_CODES.has(code) && typeof syscall === 'string') return true;
   return typeof message === 'string' && PG_CONNECTION_MESSAGES.test(message);
 }
 
@@ -56,6 +87,8 @@ export function databaseUnavailable(e: unknown): string | undefined {
     }
     return undefined;
   }
+  const message = (e as { message?: unknown } | null)?.message;
+  if (typeof message === 'string' && POOL_BUSY.test(message)) return 'The database is busy.';
   if (connectionLost(e)) return 'The database cannot be reached.';
   if (fromServer(e)) return OUT_OF_RESOURCES.test(e.code) ? 'The database is out of resources.' : undefined;
   const code = (e as { code?: unknown } | null)?.code;

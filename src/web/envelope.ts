@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { BOOLISH_PATTERN, CertdeskError, CommitOutcomeUnknown, errorRow, type ErrorKind } from '../core/index.js';
+import { BOOLISH_PATTERN, CertdeskError, DatabaseUnavailable, errorRow, type ErrorKind } from '../core/index.js';
 import { databaseUnavailable } from '../storage/index.js';
 
 /** The failure body of DESIGN §5.1. */
@@ -40,8 +40,7 @@ export function toCertdeskError(error: unknown): CertdeskError {
   if (error instanceof CertdeskError) return error;
   // The database out of reach (a restart, a failover) or busy: the caller may try again, so 503, not 500.
   const unavailable = databaseUnavailable(error);
-  if (unavailable !== undefined)
-    return new CertdeskError('notReady', `${unavailable} Try again shortly.`, { cause: error });
+  if (unavailable !== undefined) return new DatabaseUnavailable(unavailable, error);
   const e = error as Partial<FastifyError> & { validation?: SchemaError[] };
   if (Array.isArray(e.validation) && e.validation.length > 0) {
     // One fault per field: a union (anyOf) reports each branch it tried, which means nothing alone.
@@ -151,8 +150,8 @@ function fieldOf(path: string, params: Record<string, unknown> | undefined, cont
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const err = toCertdeskError(error);
   const { status, body } = failure(err);
-  // Not ready (the database out of reach, say) is an outage to watch, not a fault of ours to fix.
-  if (err.kind === 'notReady') request.log.warn({ err: error }, 'request failed: not ready');
+  // The database out of reach is an outage to watch, not a fault of ours to fix.
+  if (err instanceof DatabaseUnavailable) request.log.warn({ err: error }, 'request failed: database unavailable');
   else if (status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.info({ kind: err.kind, field: err.field }, 'request refused');
   const retry = retryAfter(err, error);
@@ -164,16 +163,16 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
 const NOT_READY_RETRY_SECONDS = 5;
 
 /**
- * Retry-After for a failure worth sending again unchanged: a rate limit's own wait; for a service
- * not ready, a few seconds, except after a lost COMMIT (the change may have been made: look first).
+ * Retry-After for a failure worth sending again unchanged: a rate limit's own wait; the database
+ * unavailable, a few seconds. Not after a lost COMMIT (the change may have been made: look first),
+ * nor for a service not set up (a CA hierarchy not initialized waits for its operator).
  */
 export function retryAfter(err: CertdeskError, error: unknown): string | undefined {
   if (err.kind === 'rateLimited') {
     const retry = (error as { retryAfter?: unknown }).retryAfter;
     return retry === undefined ? undefined : String(retry);
   }
-  if (err.kind === 'notReady' && !(err instanceof CommitOutcomeUnknown)) return String(NOT_READY_RETRY_SECONDS);
-  return undefined;
+  return err instanceof DatabaseUnavailable ? String(NOT_READY_RETRY_SECONDS) : undefined;
 }
 
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -3,7 +3,7 @@ import { fastifyTrustProxy, type TrustProxy } from '../trust-proxy.js';
 import rateLimit from '@fastify/rate-limit';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { CertdeskError, errorRow, type ErrorKind } from '../../core/index.js';
+import { CertdeskError, DatabaseUnavailable, errorRow, type ErrorKind } from '../../core/index.js';
 import type { HashStore } from '../../ra/hash-store/hash-store.js';
 import { hashSecret } from '../../ra/accounts/secrets.js';
 import { parseBody } from '../body-parser.js';
@@ -191,7 +191,9 @@ function sendFailure(
   const retry = retryAfter(err, original);
   if (retry !== undefined) void reply.header('retry-after', retry);
   if (err.kind === 'notReady') {
-    request.log.warn({ err: original }, 'hash store request failed: not ready');
+    if (err instanceof DatabaseUnavailable)
+      request.log.warn({ err: original }, 'hash store request failed: database unavailable');
+    else request.log.error({ err: original }, 'hash store request failed: not ready');
     return reply.code(503).send({ message: err.message });
   }
   if (status >= 500) {

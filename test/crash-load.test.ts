@@ -10,12 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config/index.js';
-import { createServices } from '../src/main.js';
 import { openDatabase } from '../src/storage/index.js';
 import { accountingOf } from './support/accounting.js';
-import { testCaKeys } from './support/ca-fixture.js';
 import { testCsr } from './support/csr.js';
+import { prepareDeployment, publishDnsProof } from './support/deployment.js';
 import { scratchPostgresDatabase } from './support/databases.js';
 import { startDnsServer } from './support/dns-server.js';
 import { freePort } from './support/ports.js';
@@ -70,24 +68,8 @@ describe.each(targets())('certdesk serve killed again and again under load, on $
     };
 
     // Step 1, here: migrate, the CA, a customer, and the DNS proof its orders will find in place.
-    const services = await createServices(loadConfig(env));
-    await services.ca.init({ keyPairs: testCaKeys() });
-    const created = await services.accounts.createCustomer({
-      name: 'Crash load',
-      email: 'ops@customer.example',
-      currency: 'EUR',
-      creditLimit: 10_000_000,
-      country: 'DE',
-      locale: 'de_DE',
-      timezone: 'Europe/Berlin',
-    });
-    const customerId = created.customer.id;
-    const token = (
-      await services.oauth.token(
-        { grantType: 'client_credentials', clientId: created.application.clientId, clientSecret: created.clientSecret },
-        null,
-      )
-    ).access_token;
+    const { services, customerId, token: newToken } = await prepareDeployment(env, 'Crash load');
+    const token = await newToken();
     // Every fourth order comes from a voucher: its price reserved now, charged when redeemed.
     const principal = (await services.oauth.authenticate(token))!;
     const voucherCodes = new Map<number, string>();
@@ -104,19 +86,7 @@ describe.each(targets())('certdesk serve killed again and again under load, on $
     let server = certdesk('serve', env, `${base}/readyz`);
     await server.ready;
     const bearer = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const dnsData = await fetch(`${base}/rest/v1/DNSData`, {
-      method: 'POST',
-      headers: bearer,
-      body: JSON.stringify({ ProductCode: 'TrustPoint.DV', CSR: testCsr().pem }),
-    });
-    expect(dnsData.status).toBe(200);
-    dns.set('certdesk-test.com', [
-      { type: 'A', address: '127.0.0.1' },
-      {
-        type: 'TXT',
-        data: ((await dnsData.json()) as { DNSAuthDetails: { DNSValue: string } }).DNSAuthDetails.DNSValue,
-      },
-    ]);
+    await publishDnsProof(base, token, dns);
 
     // The orders are released in one batch per server life, so the number of kills does not depend on
     // how fast this machine places orders: each server is killed halfway through its batch, with the

@@ -9,12 +9,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config/index.js';
-import { createServices } from '../src/main.js';
 import { openDatabase } from '../src/storage/index.js';
 import { accountingOf } from './support/accounting.js';
-import { testCaKeys } from './support/ca-fixture.js';
 import { testCsr } from './support/csr.js';
+import { prepareDeployment, publishDnsProof } from './support/deployment.js';
+import { dnsOrderBody } from './support/issuing-context.js';
 import { scratchPostgresDatabase } from './support/databases.js';
 import { startDnsServer } from './support/dns-server.js';
 import { freePorts } from './support/ports.js';
@@ -51,31 +50,10 @@ describe.skipIf(PG === undefined || PG === '')('several processes on one Postgre
       CERTDESK_LOG_LEVEL: 'error',
       ...extra,
     };
-    const services = await createServices(loadConfig(env));
-    await services.ca.init({ keyPairs: testCaKeys() });
-    const created = await services.accounts.createCustomer({
-      name: 'Multi',
-      email: 'ops@customer.example',
-      currency: 'EUR',
-      creditLimit: 10_000_000,
-      country: 'DE',
-      locale: 'de_DE',
-      timezone: 'Europe/Berlin',
-    });
-    const token = async () =>
-      (
-        await services.oauth.token(
-          {
-            grantType: 'client_credentials',
-            clientId: created.application.clientId,
-            clientSecret: created.clientSecret,
-          },
-          null,
-        )
-      ).access_token;
-    const first = await token();
-    const second = await token();
-    await services.close();
+    const prepared = await prepareDeployment(env, 'Multi');
+    const first = await prepared.token();
+    const second = await prepared.token();
+    await prepared.services.close();
     /** `count` API processes, ready. */
     const apis = async (count: number, more: Record<string, string> = {}) => {
       const ports = await freePorts(count);
@@ -98,7 +76,7 @@ describe.skipIf(PG === undefined || PG === '')('several processes on one Postgre
         cleanup.push(() => kill(p.child));
         return p;
       });
-    return { env, dns, database, created, customerId: created.customer.id, tokens: [first, second], apis, workers };
+    return { env, dns, database, prepared, customerId: prepared.customerId, tokens: [first, second], apis, workers };
   };
 
   it('2 api + 2 worker processes under load, one of each SIGKILLed: every accepted order once, one live certificate, exact credit, no dead job', async () => {
@@ -106,19 +84,7 @@ describe.skipIf(PG === undefined || PG === '')('several processes on one Postgre
     const [a, b] = await d.apis(2);
     const workers = d.workers(2);
     const bearer = { authorization: `Bearer ${d.tokens[0]!}`, 'content-type': 'application/json' };
-    const dnsData = await fetch(`${a!.base}/rest/v1/DNSData`, {
-      method: 'POST',
-      headers: bearer,
-      body: JSON.stringify({ ProductCode: 'TrustPoint.DV', CSR: testCsr().pem }),
-    });
-    expect(dnsData.status).toBe(200);
-    d.dns.set('certdesk-test.com', [
-      { type: 'A', address: '127.0.0.1' },
-      {
-        type: 'TXT',
-        data: ((await dnsData.json()) as { DNSAuthDetails: { DNSValue: string } }).DNSAuthDetails.DNSValue,
-      },
-    ]);
+    await publishDnsProof(a!.base, d.tokens[0]!, d.dns);
 
     // 12 clients; each sends its next order to the API it has not used last; a request that dies
     // with its process goes to the other one, unchanged (same PartnerOrderID and body).
@@ -132,17 +98,7 @@ describe.skipIf(PG === undefined || PG === '')('several processes on one Postgre
       while (next < ORDERS && failure === undefined) {
         const index = next++;
         const partnerOrderId = `multi-${index}`;
-        const body = JSON.stringify({
-          OrderParameters: {
-            ProductCode: 'TrustPoint.DV',
-            ValidityPeriod: 12,
-            CSR: testCsr().pem,
-            DVAuthMethod: 'DNS',
-            PartnerOrderID: partnerOrderId,
-          },
-          AdminContact: contact,
-          TechContact: contact,
-        });
+        const body = JSON.stringify(dnsOrderBody({ PartnerOrderID: partnerOrderId }));
         for (let attempt = 1; ; attempt++) {
           const live = [a!, b!].filter((s) => !dead.has(s.base));
           const api = live[turn++ % live.length]!;
@@ -351,8 +307,8 @@ describe.skipIf(PG === undefined || PG === '')('several processes on one Postgre
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({
           token: token!,
-          client_id: d.created.application.clientId,
-          client_secret: d.created.clientSecret,
+          client_id: d.prepared.clientId,
+          client_secret: d.prepared.clientSecret,
         }).toString(),
       });
       expect(revoked.status).toBe(200);

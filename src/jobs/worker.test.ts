@@ -2,7 +2,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { testDialects } from '../../test/support/databases.js';
 import { FixedClock, type JobId } from '../core/index.js';
-import type { Db } from '../storage/database.js';
+import { openDatabase, type Db } from '../storage/database.js';
 import { JobsRepo } from '../storage/jobs-repo.js';
 import { exponentialBackoff } from './backoff.js';
 import type { Handlers, JobContext, WorkerLogger } from './handlers.js';
@@ -219,5 +219,38 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
     expect([...runs.keys()].sort()).toEqual([...ids].sort());
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     expect(byWorker.every((n) => n > 0)).toBe(true);
+  });
+});
+
+describe('Worker while the database cannot be reached', () => {
+  it('warns once when polls start failing for it, not at every poll, and never logs it as an error', async () => {
+    // Nothing listens on the discard port: every poll fails at once with ECONNREFUSED, as in a restart.
+    const db = await openDatabase({ url: 'postgres://postgres@127.0.0.1:9/none', poolSize: 1 });
+    let polls = 0;
+    class CountingRepo extends JobsRepo {
+      override claimDue(...args: Parameters<JobsRepo['claimDue']>) {
+        polls++;
+        return super.claimDue(...args);
+      }
+    }
+    const { logger, lines } = memoryLogger();
+    const w = new Worker({
+      repo: new CountingRepo(db),
+      clock: new FixedClock(T),
+      logger,
+      handlers: {} as Handlers,
+      pollIntervalMs: 5,
+    });
+    try {
+      w.start();
+      await vi.waitFor(() => expect(polls).toBeGreaterThanOrEqual(10), { timeout: 20_000 });
+    } finally {
+      await w.stop();
+      await db.close();
+    }
+    expect(lines.filter((l) => l.level === 'error')).toEqual([]);
+    expect(lines.filter((l) => l.level === 'warn').map((l) => l.msg)).toEqual([
+      'job poll failed: database unavailable; polling on',
+    ]);
   });
 });

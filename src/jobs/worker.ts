@@ -1,6 +1,7 @@
 import { holderIsGone, newHolderId, type Clock, type JobId } from '../core/index.js';
 import { JOB_NAMES, isJobName } from '../core/jobs.js';
 import type { JobsRepo, StoredJob } from '../storage/jobs-repo.js';
+import { databaseUnavailable } from '../storage/unavailable.js';
 import { exponentialBackoff, type Backoff } from './backoff.js';
 import type { Handlers, JobContext, WorkerLogger } from './handlers.js';
 
@@ -8,6 +9,9 @@ export type WorkerRepo = Pick<
   JobsRepo,
   'claimDue' | 'markDone' | 'markRetry' | 'markDead' | 'extendLease' | 'endLeasesOfGoneOwners'
 >;
+
+/** How often a poll failing for the database being unavailable is logged while that lasts. */
+const OUTAGE_LOG_MS = 60_000;
 
 export interface WorkerOptions {
   readonly repo: WorkerRepo;
@@ -150,11 +154,38 @@ export class Worker {
       const started = (await this.claimAndStart()).length;
       // A full batch means more may be due; otherwise wait for a slot to free (`wake`) or the interval.
       more = started > 0 && started === room && this.room() > 0;
+      if (this.outage !== undefined) {
+        this.o.logger.info(
+          { seconds: Math.round((Date.now() - this.outage.since) / 1000) },
+          'job poll: the database is back',
+        );
+        this.outage = undefined;
+      }
     } catch (err) {
-      this.o.logger.error({ err }, 'job poll failed');
+      if (databaseUnavailable(err) === undefined) this.o.logger.error({ err }, 'job poll failed');
+      else this.pollUnavailable(err);
     }
     this.ticking = false;
     if (this.looping) this.schedule(more || this.again ? 0 : this.o.pollIntervalMs);
+  }
+
+  /** Since when polls fail for the database being unavailable, and when that was last logged. */
+  private outage: { since: number; logged: number } | undefined;
+
+  /**
+   * A poll failed for the database being out of reach (a restart, a failover): an outage, not a
+   * fault; warned when it starts and once a minute while it lasts, not at every poll.
+   */
+  private pollUnavailable(err: unknown): void {
+    const now = Date.now();
+    if (this.outage === undefined) {
+      this.outage = { since: now, logged: now };
+      this.o.logger.warn({ err }, 'job poll failed: database unavailable; polling on');
+    } else if (now - this.outage.logged >= OUTAGE_LOG_MS) {
+      this.outage.logged = now;
+      const seconds = Math.round((now - this.outage.since) / 1000);
+      this.o.logger.warn({ err, seconds }, 'job poll failed: database still unavailable');
+    }
   }
 
   // A finished job frees a slot: poll now instead of waiting out the interval.
@@ -201,7 +232,9 @@ export class Worker {
       const ended = await this.o.repo.endLeasesOfGoneOwners(this.o.isGone, now);
       if (ended > 0) this.o.logger.warn({ ended }, 'took over the jobs of a worker process that is gone');
     } catch (err) {
-      this.o.logger.warn({ err }, 'sweep for leases of gone workers failed');
+      // The database out of reach is reported by the poll that follows (`pollUnavailable`).
+      if (databaseUnavailable(err) === undefined)
+        this.o.logger.warn({ err }, 'sweep for leases of gone workers failed');
     }
   }
 
@@ -263,7 +296,9 @@ export class Worker {
       if (!recorded) this.o.logger.warn(log, 'job outcome not recorded: lease lost');
     } catch (err) {
       // The lease runs out and another worker retries the job.
-      this.o.logger.error({ ...log, err }, 'job outcome not recorded: storage failed');
+      if (databaseUnavailable(err) === undefined)
+        this.o.logger.error({ ...log, err }, 'job outcome not recorded: storage failed');
+      else this.o.logger.warn({ ...log, err }, 'job outcome not recorded: database unavailable');
     }
   }
 

@@ -10,7 +10,7 @@ import { scratchPostgresDatabase } from '../../test/support/databases.js';
 import { startTcpRelay, type TcpRelay } from '../../test/support/tcp-relay.js';
 import { CommitOutcomeUnknown } from '../core/index.js';
 import { inTransaction, openDatabase } from './database.js';
-import { CommitNotSent, databaseUnavailable } from './unavailable.js';
+import { CommitNotSent, databaseUnavailable, notSent } from './unavailable.js';
 
 const url = process.env.CERTDESK_TEST_DATABASE_URL;
 if (url === undefined || url === '')
@@ -61,8 +61,8 @@ describe.skipIf(url === undefined || url === '')('a PostgreSQL connection lost i
         const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(tx.kysely);
         // A restart while the transaction does other work (signing, say) before it commits.
         await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
-        // Until a statement fails, pg has not seen the loss; once one has, it sends nothing more.
-        for (;;) if ((await sql`SELECT 1`.execute(tx.kysely).catch(() => 'lost')) === 'lost') break;
+        // Until pg has seen the connection end, it still writes; from then on it sends nothing more.
+        for (;;) if (notSent(await sql`SELECT 1`.execute(tx.kysely).catch((e: unknown) => e))) break;
         return 'done';
       });
       const e = await attempt.then(

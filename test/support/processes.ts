@@ -18,13 +18,22 @@ export function certdesk(
   command: string,
   env: Record<string, string>,
   readyUrl?: string,
-): { child: ChildProcess; ready: Promise<void> } {
+  options: { logs?: boolean } = {},
+): { child: ChildProcess; ready: Promise<void>; logs: () => { level: number; msg: string }[] } {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CERTDESK_')));
   const child = spawn(process.execPath, [CERTDESK, command], {
     cwd: ROOT,
     env: { ...inherited, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', options.logs === true ? 'pipe' : 'ignore', 'pipe'],
   });
+  // With `logs`, every line it logs (pino's JSON on stdout), kept for the test to read.
+  let out = '';
+  child.stdout?.on('data', (chunk: Buffer) => void (out += chunk.toString()));
+  const logs = () =>
+    out
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: number; msg: string });
   // Its messages, shown only when it fails to start.
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => void (stderr = (stderr + chunk.toString()).slice(-4000)));
@@ -43,7 +52,7 @@ export function certdesk(
       await sleep(100);
     }
   })();
-  return { child, ready };
+  return { child, ready, logs };
 }
 
 /** SIGKILL, and wait until the process is gone. */

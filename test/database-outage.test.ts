@@ -53,7 +53,7 @@ describe.skipIf(url === undefined || url === '')('PostgreSQL out of reach', () =
   const cancel = (id: number, key: string) =>
     t.call(c.token, { method: 'DELETE', url: `/rest/v1/Order/${id}`, headers: { 'idempotency-key': key } });
 
-  it('fail/reads, orders and tokens while the server is gone: 503 with Retry-After (OAuth: temporarily_unavailable); nothing stored; the same calls succeed once it is back', async () => {
+  it('fail/reads, orders, tokens and pages while the server is gone: 503 with Retry-After (OAuth: temporarily_unavailable; a page for a person); nothing stored; the same calls succeed once it is back', async () => {
     relay.refuseNew = true;
     relay.closeAll();
     const list = await t.call(c.token, { method: 'GET', url: '/rest/v1/Orders' });
@@ -83,6 +83,17 @@ describe.skipIf(url === undefined || url === '')('PostgreSQL out of reach', () =
       error_description: 'The database cannot be reached. Try again shortly.',
     });
     expect(token.headers['retry-after']).toBe('5');
+
+    // A person at the web interface is shown a page, in their language, not the API's envelope.
+    const screen = await t.app.inject({
+      method: 'GET',
+      url: '/orders?lang=de',
+      headers: { cookie: `certdesk_session=cdw_${'a'.repeat(43)}` },
+    });
+    expect(screen.statusCode, screen.body).toBe(503);
+    expect(screen.headers['content-type']).toMatch(/^text\/html/);
+    expect(screen.headers['retry-after']).toBe('5');
+    expect(screen.body).toContain('Vorübergehend nicht erreichbar');
 
     relay.refuseNew = false;
     expect(await partnerOrders(t, c, 'outage-1')).toEqual([]);

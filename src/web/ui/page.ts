@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { handleError, toCertdeskError } from '../envelope.js';
+import { CommitOutcomeUnknown, DatabaseUnavailable } from '../../core/index.js';
+import { handleError, retryAfter, toCertdeskError } from '../envelope.js';
 
 // The frame of every server-rendered page: small, accessible, a strict Content-Security-Policy
 // (no inline script or style), never cached, never framed.
@@ -78,14 +79,42 @@ export function sameOrigin(request: FastifyRequest): boolean {
 
 const REFUSED = { en: 'This request cannot be answered', de: 'Diese Anfrage kann nicht beantwortet werden' } as const;
 
+/** A page's words for the database out of reach, and for a change whose saving could not be confirmed. */
+const UNAVAILABLE = {
+  en: {
+    title: 'Briefly unavailable',
+    retry: 'certdesk cannot reach its database just now. Try again in a few seconds.',
+    unknown: 'Whether your change was saved could not be confirmed. Look before you send it again.',
+  },
+  de: {
+    title: 'Vorübergehend nicht erreichbar',
+    retry: 'certdesk erreicht seine Datenbank gerade nicht. Versuchen Sie es in einigen Sekunden erneut.',
+    unknown:
+      'Ob Ihre Änderung gespeichert wurde, ließ sich nicht bestätigen. Prüfen Sie das, bevor Sie sie erneut senden.',
+  },
+} as const;
+
 /**
  * Route error handler of the server-rendered pages (route option `errorHandler`): data a page
  * cannot take (a NUL character, a body that is neither form nor JSON: `invalidInput` or
  * `malformedRequest`) is answered with a page, 400, as the pages answer other bad input, not with
- * the JSON envelope. Every other error (413, 429, a fault of ours) goes to `handleError` (§5.1).
+ * the JSON envelope; the database out of reach, or a COMMIT whose outcome is unknown, with a page,
+ * 503. Every other error (413, 429, a fault of ours) goes to `handleError` (§5.1).
  */
 export function pageErrorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const err = toCertdeskError(error);
+  if (err instanceof DatabaseUnavailable || err instanceof CommitOutcomeUnknown) {
+    // A person at a page is shown a page, not the API's envelope: the same status and Retry-After.
+    if (err instanceof DatabaseUnavailable) request.log.warn({ err: error }, 'page failed: database unavailable');
+    else request.log.error({ err: error }, 'page failed: commit outcome unknown');
+    const retry = retryAfter(err, error);
+    if (retry !== undefined) void reply.header('retry-after', retry);
+    const words = UNAVAILABLE[langOf(request)];
+    const text = err instanceof DatabaseUnavailable ? words.retry : words.unknown;
+    return page(reply, 503, words.title, `<p class="error" role="alert">${escapeHtml(text)}</p>`, {
+      lang: langOf(request),
+    });
+  }
   if (err.kind !== 'invalidInput' && err.kind !== 'malformedRequest') return handleError(error, request, reply);
   request.log.info({ kind: err.kind, field: err.field }, 'request refused');
   const lang = langOf(request);

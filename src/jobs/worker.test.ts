@@ -148,6 +148,64 @@ describe.each(testDialects())('Worker on $dialect', ({ open }) => {
     expect(leaseSeen).toBe(T + 31);
   });
 
+  it('stop() during the sweep before a claim waits for the sweep, then claims nothing', async () => {
+    await enqueue();
+    let sweeping!: () => void;
+    const inSweep = new Promise<void>((resolve) => (sweeping = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let claims = 0;
+    class SlowSweep extends JobsRepo {
+      override async endLeasesOfGoneOwners(...args: Parameters<JobsRepo['endLeasesOfGoneOwners']>) {
+        sweeping();
+        await released;
+        return super.endLeasesOfGoneOwners(...args);
+      }
+      override claimDue(...args: Parameters<JobsRepo['claimDue']>) {
+        claims++;
+        return super.claimDue(...args);
+      }
+    }
+    const ran = vi.fn(async () => undefined);
+    const w = worker(ran, { repo: new SlowSweep(db) });
+    w.start();
+    await inSweep;
+    let stopped = false;
+    const stopping = w.stop().then(() => (stopped = true));
+    await sleep(100);
+    // Before: stop() resolved at once, and the poll went on to claim and run the job.
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(claims).toBe(0);
+    expect(ran).not.toHaveBeenCalled();
+  });
+
+  it('polls that fail for the database and pass in turn: one warning and one "back" a minute, not one each', async () => {
+    const unreachable = await openDatabase({ url: 'postgres://postgres@127.0.0.1:9/none', poolSize: 1 });
+    const refused = await new JobsRepo(unreachable).claimDue('w', T, 10, 1, ['housekeeping.purge']).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await unreachable.close();
+    expect(refused).toBeInstanceOf(Error);
+    let polls = 0;
+    class EveryOtherPollFails extends JobsRepo {
+      override claimDue(...args: Parameters<JobsRepo['claimDue']>) {
+        return polls++ % 2 === 0 ? Promise.reject(refused as Error) : super.claimDue(...args);
+      }
+    }
+    const { logger, lines } = memoryLogger();
+    const w = worker(async () => undefined, { repo: new EveryOtherPollFails(db), logger, pollIntervalMs: 5 });
+    w.start();
+    await vi.waitFor(() => expect(polls).toBeGreaterThanOrEqual(20), { timeout: 20_000 });
+    await w.stop();
+    expect(lines.filter((l) => l.level !== 'info').map((l) => l.msg)).toEqual([
+      'job poll failed: database unavailable; polling on',
+    ]);
+    expect(lines.filter((l) => l.msg === 'job poll: the database is back')).toHaveLength(1);
+  });
+
   it('stop() takes no new job and resolves once the job in hand has finished', async () => {
     const first = await enqueue();
     let release!: () => void;

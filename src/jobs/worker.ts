@@ -155,10 +155,10 @@ export class Worker {
       // A full batch means more may be due; otherwise wait for a slot to free (`wake`) or the interval.
       more = started > 0 && started === room && this.room() > 0;
       if (this.outage !== undefined) {
-        this.o.logger.info(
-          { seconds: Math.round((Date.now() - this.outage.since) / 1000) },
-          'job poll: the database is back',
-        );
+        if (this.outage.told) {
+          const seconds = Math.round((Date.now() - this.outage.since) / 1000);
+          this.o.logger.info({ seconds }, 'job poll: the database is back');
+        }
         this.outage = undefined;
       }
     } catch (err) {
@@ -169,20 +169,25 @@ export class Worker {
     if (this.looping) this.schedule(more || this.again ? 0 : this.o.pollIntervalMs);
   }
 
-  /** Since when polls fail for the database being unavailable, and when that was last logged. */
-  private outage: { since: number; logged: number } | undefined;
+  /** Since when polls fail for the database being unavailable, and whether that was told. */
+  private outage: { since: number; told: boolean } | undefined;
+  /** When an outage was last warned of: at most once a minute, across short recoveries too. */
+  private outageWarned = -Infinity;
 
   /**
    * A poll failed for the database being out of reach (a restart, a failover): an outage, not a
-   * fault; warned when it starts and once a minute while it lasts, not at every poll.
+   * fault; warned when it starts and once a minute while it lasts, not at every poll, nor at every
+   * start when polls fail and pass in turn.
    */
   private pollUnavailable(err: unknown): void {
     const now = Date.now();
-    if (this.outage === undefined) {
-      this.outage = { since: now, logged: now };
-      this.o.logger.warn({ err }, 'job poll failed: database unavailable; polling on');
-    } else if (now - this.outage.logged >= OUTAGE_LOG_MS) {
-      this.outage.logged = now;
+    const starts = this.outage === undefined;
+    this.outage ??= { since: now, told: false };
+    if (now - this.outageWarned < OUTAGE_LOG_MS) return;
+    this.outageWarned = now;
+    this.outage.told = true;
+    if (starts) this.o.logger.warn({ err }, 'job poll failed: database unavailable; polling on');
+    else {
       const seconds = Math.round((now - this.outage.since) / 1000);
       this.o.logger.warn({ err, seconds }, 'job poll failed: database still unavailable');
     }
@@ -203,20 +208,34 @@ export class Worker {
     return Math.max(0, this.o.concurrency - this.inFlight.size - this.reserved);
   }
 
-  private async claimAndStart(): Promise<Promise<void>[]> {
+  private claimAndStart(): Promise<Promise<void>[]> {
     const room = this.room();
-    if (this.stopped !== undefined || room === 0) return [];
-    await this.sweep();
+    if (this.stopped !== undefined || room === 0) return Promise.resolve([]);
     this.reserved += room;
-    // Only names this build has handlers for: a job of a newer build waits for a newer worker.
-    const claim = this.o.repo.claimDue(this.owner, this.o.clock.nowSeconds(), this.o.leaseSeconds, room, JOB_NAMES);
-    this.claims.add(claim);
-    try {
-      return (await claim).map((job) => this.startJob(job));
-    } finally {
-      this.claims.delete(claim);
-      this.reserved -= room;
-    }
+    // The sweep included: a stop() meanwhile waits for all of it (`drain`), and it then claims nothing.
+    const claiming = (async () => {
+      try {
+        await this.sweep();
+        if (this.stopped !== undefined) return [];
+        // Only names this build has handlers for: a job of a newer build waits for a newer worker.
+        const jobs = await this.o.repo.claimDue(
+          this.owner,
+          this.o.clock.nowSeconds(),
+          this.o.leaseSeconds,
+          room,
+          JOB_NAMES,
+        );
+        return jobs.map((job) => this.startJob(job));
+      } finally {
+        this.reserved -= room;
+      }
+    })();
+    this.claims.add(claiming);
+    void claiming.then(
+      () => this.claims.delete(claiming),
+      () => this.claims.delete(claiming),
+    );
+    return claiming;
   }
 
   /**

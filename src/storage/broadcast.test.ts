@@ -138,6 +138,23 @@ describe.skipIf(url === undefined || url === '')('postgresBroadcast, its LISTEN 
     }
   });
 
+  it('fail/closed while a new connection opens through a proxy that never answers, its goodbye neither: close() does not wait for it', async () => {
+    const tcp = await startTcpRelay(new URL(scratch.url), 5432, undefined, undefined, { hungProxy: true });
+    cleanup.push(() => tcp.close());
+    const through = new URL(scratch.url);
+    through.host = tcp.host;
+    // A long heartbeat: the new connection is still opening when close() comes.
+    const broadcast = await postgresBroadcast(db, through.toString(), {
+      heartbeatMs: 30_000,
+      onError: () => undefined,
+    });
+    tcp.blackholeNew = true;
+    tcp.connections[0]!.client.destroy();
+    await until(() => tcp.connections.length >= 2, 'a new connection opening (1 s after the loss)');
+    const closed = await Promise.race([broadcast.close().then(() => 'closed'), sleep(10_000).then(() => 'hung')]);
+    expect(closed).toBe('closed');
+  });
+
   it.each<ListenFault>(['cut', 'refuse'])(
     'fail/a LISTEN that fails (%s) after a loss leaves one connection listening, and none after close',
     async (fault) => {

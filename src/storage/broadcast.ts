@@ -144,6 +144,8 @@ const channelOf = (db: Pick<Db, 'schema'>) => `certdesk_${db.schema ?? 'public'}
 export const HEARTBEAT_MS = 5_000;
 /** The pause before a lost listening connection is opened again (and between tries). */
 const RETRY_MS = 1_000;
+/** How long closing waits for the server's goodbye before it drops the connection. */
+const GOODBYE_MS = 1_000;
 
 /** `work`, or a rejection once `ms` have passed without it settling. */
 function withinTime<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
@@ -216,7 +218,13 @@ export async function postgresBroadcast(
       async end() {
         if (gone) return;
         leave();
-        await c.end().catch(() => undefined);
+        // Politely, for a server that answers; one that never does (a hung proxy, a connection
+        // still opening through it) is not waited for: pg's end() waits for its goodbye for ever.
+        let timer: NodeJS.Timeout | undefined;
+        const waited = new Promise((resolve) => (timer = setTimeout(resolve, GOODBYE_MS)));
+        await Promise.race([c.end().catch(() => undefined), waited]);
+        clearTimeout(timer);
+        c.connection.stream.destroy();
       },
     };
     live = self;

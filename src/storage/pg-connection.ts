@@ -276,8 +276,10 @@ export function sendingLater(client: pg.PoolClient, names: StatementNames | unde
         begin = undefined;
         return Promise.resolve(answered('ROLLBACK'));
       }
-      // A connection that cannot carry the ROLLBACK takes the transaction with it (and the pool
-      // drops it); failed, Kysely would report this instead of what failed the transaction.
+      // A connection that cannot carry the ROLLBACK is dropped by the pool, and the server ends the
+      // transaction when it sees the connection go (at once on a close; on a path cut silently,
+      // when its own keepalive gives up). Failed, Kysely would report this instead of what failed
+      // the transaction.
       return query(text, values).catch((e: unknown) => {
         if (connectionLost(e)) return answered('ROLLBACK');
         throw e;

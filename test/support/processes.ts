@@ -26,11 +26,12 @@ export function certdesk(
     env: { ...inherited, ...env },
     stdio: ['ignore', options.logs === true ? 'pipe' : 'ignore', 'pipe'],
   });
-  // With `logs`, every line it logs (pino's JSON on stdout), kept for the test to read.
+  // With `logs`, every line it logs (pino's JSON on stdout), kept for the test to read: whole lines only.
   let out = '';
   child.stdout?.on('data', (chunk: Buffer) => void (out += chunk.toString()));
   const logs = () =>
     out
+      .slice(0, out.lastIndexOf('\n') + 1)
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as { level: number; msg: string });

@@ -38,16 +38,21 @@ export interface TcpRelay {
   close(): Promise<void>;
 }
 
-/** Starts a relay to `target` (a `host:port`, or a URL whose host and port are used, `defaultPort` when it names none). */
+/**
+ * Starts a relay to `target` (a `host:port`, or a URL whose host and port are used, `defaultPort`
+ * when it names none). `hungProxy`: a blackholed connection does not answer the client's close
+ * either (as a proxy that hangs: the client's FIN is never answered with one).
+ */
 export async function startTcpRelay(
   target: URL,
   defaultPort: number,
   onClientChunk: ClientChunk = (chunk) => chunk,
   onServerChunk: ServerChunk = (chunk) => chunk,
+  options: { hungProxy?: boolean } = {},
 ): Promise<TcpRelay> {
   const connections: RelayedConnection[] = [];
   const upstreams = new Set<Socket>();
-  const server = createServer((client) => {
+  const server = createServer({ allowHalfOpen: options.hungProxy === true }, (client) => {
     if (relay.refuseNew) return void client.destroy();
     const upstream = createConnection(Number(target.port === '' ? defaultPort : target.port), target.hostname);
     upstreams.add(upstream);
@@ -82,6 +87,8 @@ export async function startTcpRelay(
       s.on('error', end);
       s.on('close', end);
     }
+    // Half-open sockets: a close passes on as before, but not through a hung (blackholed) path.
+    if (options.hungProxy === true) client.on('end', () => void (connection.blackholed || end()));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const relay: TcpRelay = {

@@ -2,7 +2,7 @@
 // fault of the request or of certdesk: a restart, a failover, a cut network, too many
 // connections, a SQLite file another process holds locked past the busy timeout. The web layer
 // answers them 503 with Retry-After, not 500 (envelope.ts); a transaction whose COMMIT met one
-// cannot tell whether it was kept (`inTransaction`).
+// cannot tell whether it was kept (`inTransaction`), unless pg never sent it (`CommitNotSent`).
 
 /** An error PostgreSQL itself reported (it carries a SQLSTATE and a severity), not a lost or refused connection. */
 export function fromServer(e: unknown): e is { code: string; severity: string } {

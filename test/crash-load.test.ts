@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/storage/index.js';
 import { accountingOf } from './support/accounting.js';
 import { testCsr } from './support/csr.js';
-import { prepareDeployment, publishDnsProof } from './support/deployment.js';
+import { deploymentEnv, prepareDeployment, publishDnsProof } from './support/deployment.js';
 import { scratchPostgresDatabase } from './support/databases.js';
 import { startDnsServer } from './support/dns-server.js';
 import { freePort } from './support/ports.js';
@@ -55,17 +55,7 @@ describe.each(targets())('certdesk serve killed again and again under load, on $
     cleanup.push(() => dns.close());
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const env = {
-      CERTDESK_DATABASE_URL: database.url,
-      CERTDESK_CA_KEY_FILE: join(dir, 'ca-keys.secret'),
-      CERTDESK_DNS_SERVERS: dns.address,
-      CERTDESK_DATA_DIR: join(dir, 'data'),
-      CERTDESK_PORT: String(port),
-      CERTDESK_KV_PORT: '0',
-      CERTDESK_RATE_LIMIT: '1000000',
-      CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000',
-      CERTDESK_LOG_LEVEL: 'error',
-    };
+    const env = { ...deploymentEnv(dir, database.url, dns.address), CERTDESK_PORT: String(port) };
 
     // Step 1, here: migrate, the CA, a customer, and the DNS proof its orders will find in place.
     const { services, customerId, token: newToken } = await prepareDeployment(env, 'Crash load');

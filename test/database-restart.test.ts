@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type Db } from '../src/storage/index.js';
-import { prepareDeployment, publishDnsProof } from './support/deployment.js';
+import { deploymentEnv, prepareDeployment, publishDnsProof } from './support/deployment.js';
 import { dnsOrderBody } from './support/issuing-context.js';
 import { scratchPostgresDatabase } from './support/databases.js';
 import { startDnsServer, type TestDnsServer } from './support/dns-server.js';
@@ -40,16 +40,7 @@ describe.skipIf(PG === undefined || PG === '')('PostgreSQL restarting under an a
     cleanup.push(() => dns.close());
     const through = new URL(database.url);
     through.host = relay.host;
-    env = {
-      CERTDESK_DATABASE_URL: through.toString(),
-      CERTDESK_CA_KEY_FILE: join(dir, 'ca-keys.secret'),
-      CERTDESK_DNS_SERVERS: dns.address,
-      CERTDESK_DATA_DIR: join(dir, 'data'),
-      CERTDESK_KV_PORT: '0',
-      CERTDESK_RATE_LIMIT: '1000000',
-      CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000',
-      CERTDESK_LOG_LEVEL: 'info',
-    };
+    env = deploymentEnv(dir, through.toString(), dns.address, 'info');
     // Set up directly (not through the relay): the CA, a customer, a token, the DCV proof.
     const prepared = await prepareDeployment({ ...env, CERTDESK_DATABASE_URL: database.url }, 'Restart');
     token = await prepared.token();

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/storage/index.js';
 import { accountingOf } from './support/accounting.js';
 import { testCsr } from './support/csr.js';
-import { prepareDeployment, publishDnsProof } from './support/deployment.js';
+import { deploymentEnv, prepareDeployment, publishDnsProof } from './support/deployment.js';
 import { dnsOrderBody } from './support/issuing-context.js';
 import { scratchPostgresDatabase } from './support/databases.js';
 import { startDnsServer } from './support/dns-server.js';
@@ -39,17 +39,7 @@ describe.skipIf(PG === undefined || PG === '')('several processes on one Postgre
     cleanup.push(() => database.drop());
     const dns = await startDnsServer();
     cleanup.push(() => dns.close());
-    const env = {
-      CERTDESK_DATABASE_URL: database.url,
-      CERTDESK_CA_KEY_FILE: join(dir, 'ca-keys.secret'),
-      CERTDESK_DNS_SERVERS: dns.address,
-      CERTDESK_DATA_DIR: join(dir, 'data'),
-      CERTDESK_KV_PORT: '0',
-      CERTDESK_RATE_LIMIT: '1000000',
-      CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000',
-      CERTDESK_LOG_LEVEL: 'error',
-      ...extra,
-    };
+    const env = { ...deploymentEnv(dir, database.url, dns.address), ...extra };
     const prepared = await prepareDeployment(env, 'Multi');
     const first = await prepared.token();
     const second = await prepared.token();

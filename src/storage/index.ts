@@ -24,4 +24,5 @@ export * from './mail-repo.js';
 export * from './repositories.js';
 export * from './operators-repo.js';
 export * from './broadcast.js';
+export * from './redis-broadcast.js';
 export { databaseUnavailable } from './unavailable.js';

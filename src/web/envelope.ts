@@ -150,13 +150,20 @@ function fieldOf(path: string, params: Record<string, unknown> | undefined, cont
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const err = toCertdeskError(error);
   const { status, body } = failure(err);
-  // The database out of reach is an outage to watch, not a fault of ours to fix.
-  if (err instanceof DatabaseUnavailable) request.log.warn({ err: error }, 'request failed: database unavailable');
-  else if (status >= 500) request.log.error({ err: error }, 'request failed');
+  if (status >= 500) logFailure(request, err, error, 'request');
   else request.log.info({ kind: err.kind, field: err.field }, 'request refused');
   const retry = retryAfter(err, error);
   if (retry !== undefined) void reply.header('retry-after', retry);
   return reply.code(status).send(body);
+}
+
+/**
+ * Logs a failure of the service (a 5xx) under `subject`: the database out of reach as a warning,
+ * an outage to watch, not a fault of ours to fix; anything else as an error.
+ */
+export function logFailure(request: FastifyRequest, err: CertdeskError, error: unknown, subject: string): void {
+  if (err instanceof DatabaseUnavailable) request.log.warn({ err: error }, `${subject} failed: database unavailable`);
+  else request.log.error({ err: error }, `${subject} failed`);
 }
 
 /** How long a refused caller should wait, in seconds, when sending the same request again later will do. */

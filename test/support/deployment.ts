@@ -1,11 +1,35 @@
 // A database made ready for certdesk processes started by a test (`processes.ts`): migrated, the
 // CA's hierarchy made from the run's fixture keys, and one customer whose application gets tokens.
+import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
 import type { CustomerId } from '../../src/core/index.js';
 import { createServices, type Services } from '../../src/main.js';
 import { testCaKeys } from './ca-fixture.js';
 import { testCsr } from './csr.js';
 import type { TestDnsServer } from './dns-server.js';
+
+/**
+ * The environment the processes of a test deployment share: the database at `databaseUrl`, the
+ * CA's key file and data under `dir`, DNS at `dnsAddress`, the hash store on a port of its own,
+ * limits that never refuse, and `logLevel`.
+ */
+export function deploymentEnv(
+  dir: string,
+  databaseUrl: string,
+  dnsAddress: string,
+  logLevel = 'error',
+): Record<string, string> {
+  return {
+    CERTDESK_DATABASE_URL: databaseUrl,
+    CERTDESK_CA_KEY_FILE: join(dir, 'ca-keys.secret'),
+    CERTDESK_DNS_SERVERS: dnsAddress,
+    CERTDESK_DATA_DIR: join(dir, 'data'),
+    CERTDESK_KV_PORT: '0',
+    CERTDESK_RATE_LIMIT: '1000000',
+    CERTDESK_RATE_LIMIT_ANONYMOUS: '1000000',
+    CERTDESK_LOG_LEVEL: logLevel,
+  };
+}
 
 export interface PreparedDeployment {
   /** The services over that database, for what the test sets up beyond this; closed by the caller. */

@@ -3,12 +3,12 @@ import { fastifyTrustProxy, type TrustProxy } from '../trust-proxy.js';
 import rateLimit from '@fastify/rate-limit';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { CertdeskError, DatabaseUnavailable, errorRow, type ErrorKind } from '../../core/index.js';
+import { CertdeskError, errorRow, type ErrorKind } from '../../core/index.js';
 import type { HashStore } from '../../ra/hash-store/hash-store.js';
 import { hashSecret } from '../../ra/accounts/secrets.js';
 import { parseBody } from '../body-parser.js';
 import { refuseNul } from '../refuse-nul.js';
-import { retryAfter, toCertdeskError } from '../envelope.js';
+import { logFailure, retryAfter, toCertdeskError } from '../envelope.js';
 import { redactingLogger, secretInQuery } from '../log-redaction.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from '../server-timeouts.js';
 
@@ -190,15 +190,11 @@ function sendFailure(
   const status = KV_STATUS[err.kind] ?? errorRow(err.kind).status;
   const retry = retryAfter(err, original);
   if (retry !== undefined) void reply.header('retry-after', retry);
-  if (err.kind === 'notReady') {
-    if (err instanceof DatabaseUnavailable)
-      request.log.warn({ err: original }, 'hash store request failed: database unavailable');
-    else request.log.error({ err: original }, 'hash store request failed: not ready');
-    return reply.code(503).send({ message: err.message });
-  }
   if (status >= 500) {
-    request.log.error({ err: original }, 'hash store request failed');
-    return reply.code(500).send({ message: 'internal server error' });
+    logFailure(request, err, original, 'hash store request');
+    return err.kind === 'notReady'
+      ? reply.code(503).send({ message: err.message })
+      : reply.code(500).send({ message: 'internal server error' });
   }
   request.log.info({ kind: err.kind, field: err.field }, 'hash store request refused');
   return reply.code(status).send({ message: err.hasMessage ? err.message : errorRow(err.kind).message });

@@ -1,9 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DatabaseUnavailable } from '../../core/index.js';
 import { OAuthProblem, type OAuth } from '../../ra/accounts/oauth.js';
-import { retryAfter, toCertdeskError } from '../envelope.js';
+import { logFailure, retryAfter, toCertdeskError } from '../envelope.js';
 import { secretInQuery } from '../log-redaction.js';
 import type { App } from '../types.js';
 
@@ -78,15 +77,13 @@ function oauthError(error: unknown, request: FastifyRequest, reply: FastifyReply
   }
   const err = toCertdeskError(error);
   if (err.kind === 'internal') {
-    request.log.error({ err: error }, 'token endpoint failed');
+    logFailure(request, err, error, 'token endpoint');
     return reply.code(500).send({ error: 'server_error', error_description: 'Internal server error.' });
   }
   const retry = retryAfter(err, error);
   if (retry !== undefined) void reply.header('retry-after', retry);
   if (err.kind === 'notReady') {
-    if (err instanceof DatabaseUnavailable)
-      request.log.warn({ err: error }, 'token endpoint failed: database unavailable');
-    else request.log.error({ err: error }, 'token endpoint failed: not ready');
+    logFailure(request, err, error, 'token endpoint');
     // The authorization endpoint's word for it (RFC 6749 §4.1.2.1); §5.2 has none for a 503.
     return reply.code(503).send({ error: 'temporarily_unavailable', error_description: err.message });
   }

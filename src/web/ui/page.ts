@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CommitOutcomeUnknown, DatabaseUnavailable } from '../../core/index.js';
-import { handleError, retryAfter, toCertdeskError } from '../envelope.js';
+import { handleError, logFailure, retryAfter, toCertdeskError } from '../envelope.js';
 
 // The frame of every server-rendered page: small, accessible, a strict Content-Security-Policy
 // (no inline script or style), never cached, never framed.
@@ -105,8 +105,7 @@ export function pageErrorHandler(error: unknown, request: FastifyRequest, reply:
   const err = toCertdeskError(error);
   if (err instanceof DatabaseUnavailable || err instanceof CommitOutcomeUnknown) {
     // A person at a page is shown a page, not the API's envelope: the same status and Retry-After.
-    if (err instanceof DatabaseUnavailable) request.log.warn({ err: error }, 'page failed: database unavailable');
-    else request.log.error({ err: error }, 'page failed: commit outcome unknown');
+    logFailure(request, err, error, 'page');
     const retry = retryAfter(err, error);
     if (retry !== undefined) void reply.header('retry-after', retry);
     const words = UNAVAILABLE[langOf(request)];

@@ -51,8 +51,7 @@ import { Assessments, type Scanner } from './ra/scans/assessments.js';
 import { scanHost } from './scan/index.js';
 import {
   localBroadcast,
-  migrateToLatest,
-  openDatabase,
+  openMigrated,
   postgresBroadcast,
   redisBroadcast,
   redisHeartbeat,
@@ -106,8 +105,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
     options.logger?.warn({ err }, 'an idle database connection failed; it will be replaced');
   const db =
     options.db ??
-    (await openDatabase({ url: databaseUrl(config), prepared: config.databasePrepared, onConnectionError }));
-  if (options.db === undefined) await migrateToLatest(db);
+    (await openMigrated({
+      url: databaseUrl(config),
+      prepared: config.databasePrepared,
+      queryTimeoutMs: config.databaseQueryTimeoutMs,
+      onConnectionError,
+    }));
 
   // Every repository once, and the unit of work that hands a transaction's repositories to a component.
   const repos = repositories(db);

@@ -1,6 +1,7 @@
 // What a process runs over the services: the job worker with every handler, and the HTTP app
 // with its readiness probe. The services themselves are built in main.ts (createServices).
 import type { Logger } from 'pino';
+import { withinTime } from './core/index.js';
 import { Worker, type Handlers } from './jobs/index.js';
 import type { Services } from './services.js';
 import { pingDatabase } from './storage/index.js';
@@ -29,16 +30,20 @@ export function createWorker(services: Services, logger: Logger): Worker {
   });
 }
 
+/** How long /readyz waits for the database's or Redis's answer (one behind a path that hangs never answers). */
+export const PROBE_MS = 5_000;
+
 /**
  * Ready (/readyz): the database answers, Redis (when configured) answers, this process hears the
  * others' changes (the broadcast's connection is up: else a revoked token or certificate would be
  * honoured here until its cache's bound), and the CA can sign on every chain (a first start
- * listens only then). Error texts go to the log, not to the answer.
+ * listens only then). The database and Redis are asked at once, each for at most PROBE_MS. Error
+ * texts go to the log, not to the answer.
  */
 async function readiness(services: Services, logger: Logger | false): Promise<Record<string, string>> {
   const probe = async (part: string, check: () => Promise<unknown>) => {
     try {
-      await check();
+      await withinTime(check(), PROBE_MS, part);
       return 'ok';
     } catch (err) {
       if (logger !== false) logger.warn({ err }, `readiness: ${part} failed`);
@@ -46,9 +51,13 @@ async function readiness(services: Services, logger: Logger | false): Promise<Re
     }
   };
   const redis = services.redis;
+  const [database, redisState] = await Promise.all([
+    probe('database', () => pingDatabase(services.db)),
+    redis === undefined ? 'not configured' : probe('redis', () => redis.ping()),
+  ]);
   return {
-    database: await probe('database', () => pingDatabase(services.db)),
-    redis: redis === undefined ? 'not configured' : await probe('redis', () => redis.ping()),
+    database,
+    redis: redisState,
     broadcast:
       services.broadcast.transport === 'local'
         ? 'not configured'

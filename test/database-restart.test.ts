@@ -3,7 +3,9 @@
 // refuses new ones for a while, as a restart or a failover does. While it is gone the API answers
 // 503 with Retry-After (never a 500) and /readyz says so; both processes live on, log it as an
 // outage (warnings, the worker once), and when it is back they carry on by themselves: the API is
-// ready again, the order sent again is placed once, and the worker runs every job queued.
+// ready again, the order sent again is placed once, and the worker runs every job queued. And a
+// path that goes silent instead (a NAT that forgot the flows: nothing closed, nothing answered):
+// the API answers 503 within its bound on an answer, not when TCP gives up.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,5 +134,79 @@ describe.skipIf(PG === undefined || PG === '')('PostgreSQL restarting under an a
     expect(messages(worker.logs(), 40).filter((m) => /poll failed/.test(m))).toEqual([
       'job poll failed: database unavailable; polling on',
     ]);
+  }, 240_000);
+
+  it('a path gone silent (no FIN, no RST): /readyz says so within its probe bound and an order gets 503 within the bound on an answer, never a 500; once it carries again, the order sent again is placed once', async () => {
+    const [port] = await freePorts(1);
+    const base = `http://127.0.0.1:${port!}`;
+    const api = certdesk(
+      'api',
+      { ...env, CERTDESK_DATABASE_QUERY_TIMEOUT_MS: '2000', CERTDESK_PORT: String(port), CERTDESK_PUBLIC_URL: base },
+      `${base}/readyz`,
+      { logs: true },
+    );
+    try {
+      await api.ready;
+      await publishDnsProof(base, token, dns);
+      const order = () =>
+        fetch(`${base}/rest/v1/Order`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(dnsOrderBody({ PartnerOrderID: 'silent' })),
+          // Without the bounds the answer would take until TCP gave up: the test fails here instead.
+          signal: AbortSignal.timeout(60_000),
+        });
+      const ready = () => fetch(`${base}/readyz`, { signal: AbortSignal.timeout(60_000) });
+      expect((await ready()).status).toBe(200);
+      // Connections idle in the pool, as a process that has served for a while holds them: the
+      // requests below are given those first, not new ones (which the connect timeout bounds).
+      const warm = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          fetch(`${base}/rest/v1/Orders`, { headers: { authorization: `Bearer ${token}` } }),
+        ),
+      );
+      expect(warm.map((r) => r.status)).toEqual(Array.from({ length: 10 }, () => 200));
+
+      // A NAT or load balancer forgets every flow: what either end sends is dropped, nothing closed.
+      relay.forgetFlows();
+      relay.blackholeNew = true;
+      const notReady = await ready();
+      expect(notReady.status).toBe(503);
+      expect(((await notReady.json()) as { checks: Record<string, string> }).checks.database).toBe('unreachable');
+      const refused = await order();
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(await refused.json()).toMatchObject({
+        success: false,
+        ErrorId: -1503,
+        Message: 'The database did not answer in time. Try again shortly.',
+      });
+
+      // It carries again. Each pooled connection that went silent is dropped when a statement on it
+      // is overdue: a client sends again, as Retry-After says, until it is placed.
+      relay.blackholeNew = false;
+      const statuses: number[] = [];
+      await vi.waitFor(
+        async () => {
+          const res = await order();
+          statuses.push(res.status);
+          expect(res.status).toBe(200);
+        },
+        { timeout: 120_000, interval: 500 },
+      );
+      expect(statuses.filter((s) => s !== 503 && s !== 200)).toEqual([]);
+      await vi.waitFor(async () => expect((await ready()).status).toBe(200), { timeout: 60_000, interval: 200 });
+      const placed = await probe.kysely
+        .selectFrom('orders')
+        .select('id')
+        .where('partner_order_id', '=', 'silent')
+        .execute();
+      expect(placed).toHaveLength(1);
+      expect(api.logs().filter((l) => l.level >= 50)).toEqual([]);
+      expect(api.child.exitCode).toBe(null);
+    } finally {
+      relay.blackholeNew = false;
+      await kill(api.child);
+    }
   }, 240_000);
 });

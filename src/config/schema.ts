@@ -116,6 +116,12 @@ export const SCHEMA = {
     parse: bool,
     doc: 'PostgreSQL: run statements as named prepared statements, parsed once per connection. `false` behind a connection pooler in transaction mode that does not keep them (PgBouncer before 1.21, or without `max_prepared_statements`).',
   },
+  databaseQueryTimeoutMs: {
+    env: 'CERTDESK_DATABASE_QUERY_TIMEOUT_MS',
+    default: '30000',
+    parse: nonNegativeInt,
+    doc: 'PostgreSQL: milliseconds the answer to one statement may take; past it the connection is dropped as lost (a path cut silently, a proxy that stopped answering) and the request gets 503. 0 = as long as TCP takes (about 15 minutes, or for ever behind a hung proxy). Migrations wait as long as they take. To cancel slow statements, set `statement_timeout` on the server.',
+  },
   redisUrl: {
     env: 'CERTDESK_REDIS_URL',
     parse: (t) => (/^rediss?:\/\//i.test(t) ? t : { problem: 'a redis:// or rediss:// URL' }),

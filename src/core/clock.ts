@@ -20,6 +20,16 @@ export class FixedClock implements Clock {
   }
 }
 
+/** `work`, or a rejection once `ms` have passed without it settling. */
+export function withinTime<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 /** `YYYY-MM-DDThh:mm:ssZ` (spec §1 rule 4), or null for no time. */
 export function formatTimestamp(seconds: number | null | undefined): string | null {
   if (seconds === null || seconds === undefined) return null;

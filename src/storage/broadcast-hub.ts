@@ -1,5 +1,5 @@
 // What every broadcast transport shares (broadcast.ts, redis-broadcast.ts): the subscribers and
-// one's own announcements coming back, the heartbeat's interval, and a deadline for a promise.
+// one's own announcements coming back, and the heartbeat's interval.
 import { randomBytes } from 'node:crypto';
 
 /** What every transport shares: the subscribers, and waiting for one's own announcement to come back. */
@@ -94,12 +94,3 @@ export class Hub {
  * end: within two intervals, 10 s.
  */
 export const HEARTBEAT_MS = 5_000;
-/** `work`, or a rejection once `ms` have passed without it settling. */
-export function withinTime<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-    timer.unref();
-  });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
-}

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { HEARTBEAT_MS, Hub, withinTime } from './broadcast-hub.js';
+import { withinTime } from '../core/index.js';
+import { HEARTBEAT_MS, Hub } from './broadcast-hub.js';
 import { KEEPALIVE_AFTER_MS, type Db } from './database.js';
 
 // Several `serve` and `worker` processes share one database; what one of them caches (resolved

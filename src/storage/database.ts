@@ -65,6 +65,11 @@ export interface OpenOptions {
   /** PostgreSQL: how long a query may wait for a connection, a new one's handshake included (CONNECT_TIMEOUT_MS). */
   readonly connectTimeoutMs?: number;
   /**
+   * PostgreSQL: how long the answer to one statement may take before its connection is dropped as
+   * lost (QUERY_TIMEOUT_MS); 0 = as long as TCP takes. Migrations run without it (`openMigrated`).
+   */
+  readonly queryTimeoutMs?: number;
+  /**
    * Called when an idle PostgreSQL connection fails (server restart, network cut). The pool drops
    * that connection and the next query opens a new one; without a listener the process would crash.
    */
@@ -169,6 +174,16 @@ export const KEEPALIVE_AFTER_MS = 60_000;
  * proxy) held each request for minutes, until the kernel gave up on the handshake, or for ever.
  */
 export const CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * How long the answer to one statement may take once it was written. Past it the connection is
+ * taken for lost and destroyed (pg, in pipeline mode), and the statement fails as the database
+ * out of reach: a path cut silently after the statement left (no FIN, no RST; keepalive does not
+ * probe while data waits for its acknowledgement) held the request until TCP gave up, ~15 min,
+ * and behind a proxy that stopped answering, for ever. Far above what any statement of the
+ * service takes (a CRL of 100,000 entries is read in well under a second); slow statements are
+ * for the server's own `statement_timeout` to cancel, which keeps the connection.
+ */
+export const QUERY_TIMEOUT_MS = 30_000;
 
 async function openPostgres(options: OpenOptions): Promise<Db> {
   const schema = options.schema;
@@ -193,6 +208,8 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     allowExitOnIdle: true,
     // Then it fails as unreachable: a 503 for the caller (unavailable.ts), not a request held.
     connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+    // pg reads 0 as none (it tests the value, not its presence).
+    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
     // Kept that long, a connection outlives the idle timeouts of NATs and load balancers between
     // process and database (Azure's 4 min, AWS's 350 s), which drop a flow without a word: TCP
     // keepalive probes from a minute idle keep such a path open, and find one that was cut.

@@ -1,5 +1,5 @@
 import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
-import type { Db } from './database.js';
+import { isPostgresUrl, openDatabase, type Db, type OpenOptions } from './database.js';
 import { initial } from './migrations/0001-initial.js';
 import { hashStore } from './migrations/0002-hash-store.js';
 import { ca } from './migrations/0003-ca.js';
@@ -69,6 +69,32 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   } finally {
     await sql`PRAGMA temp_store = ${sql.raw(String(rows[0]?.temp_store ?? 0))}`.execute(db.kysely);
   }
+}
+
+/**
+ * Opens the database for the service with its schema brought up to date first. On PostgreSQL the
+ * migrations run on connections of their own that wait for an answer as long as it takes (a
+ * migration may rewrite a large table, or wait for another process's migration to finish), then
+ * the service's pool opens with `queryTimeoutMs`.
+ */
+export async function openMigrated(options: OpenOptions): Promise<Db> {
+  if (isPostgresUrl(options.url)) {
+    const migrating = await openDatabase({ ...options, queryTimeoutMs: 0 });
+    try {
+      await migrateToLatest(migrating);
+    } finally {
+      await migrating.close();
+    }
+    return openDatabase(options);
+  }
+  const db = await openDatabase(options);
+  try {
+    await migrateToLatest(db);
+  } catch (e) {
+    await db.close();
+    throw e;
+  }
+  return db;
 }
 
 async function migrateWithRetries(db: Db): Promise<string[]> {

@@ -80,7 +80,7 @@ describe.skipIf(url === undefined || url === '')('a PostgreSQL connection lost i
   });
 });
 
-describe.skipIf(url === undefined || url === '')('a PostgreSQL server that never answers a new connection', () => {
+describe.skipIf(url === undefined || url === '')('a PostgreSQL server behind a path that goes silent', () => {
   let scratch: Awaited<ReturnType<typeof scratchPostgresDatabase>>;
   let relay: TcpRelay;
   beforeAll(async () => {
@@ -108,6 +108,41 @@ describe.skipIf(url === undefined || url === '')('a PostgreSQL server that never
       relay.blackholeNew = false;
       expect((await sql<{ one: number }>`SELECT 1 AS one`.execute(db.kysely)).rows).toEqual([{ one: 1 }]);
     } finally {
+      await db.close();
+    }
+  });
+
+  it('fail/the statement fails once its answer is overdue, as the database not answering (a 503), not when TCP gives up; nothing of the transaction kept; the next transaction gets a new connection', async () => {
+    const through = new URL(scratch.url);
+    through.host = relay.host;
+    const db = await openDatabase({ url: through.toString(), poolSize: 1, queryTimeoutMs: 500 });
+    const admin = new pg.Client({ connectionString: scratch.url });
+    await admin.connect();
+    try {
+      await sql`CREATE TABLE kept (k int PRIMARY KEY)`.execute(db.kysely);
+      const pid = async (k: typeof db.kysely) =>
+        (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(k)).rows[0]!.pid;
+      let silenced = 0;
+      const started = Date.now();
+      const e = await inTransaction(db, async (tx) => {
+        await sql`INSERT INTO kept VALUES (1)`.execute(tx.kysely);
+        silenced = await pid(tx.kysely);
+        // A NAT or load balancer forgets the flow: no FIN, no RST, nothing more either way.
+        relay.forgetFlows();
+        await sql`INSERT INTO kept VALUES (2)`.execute(tx.kysely);
+      }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+      expect(String(e)).toMatch(/Query read timeout/);
+      expect(e).not.toBeInstanceOf(CommitOutcomeUnknown);
+      expect(databaseUnavailable(e)).toBe('The database did not answer in time.');
+      expect((await admin.query('SELECT count(*)::int AS n FROM kept')).rows[0].n).toBe(0);
+      // The pool dropped the silent connection: the next one is new, and answers.
+      expect(await inTransaction(db, (tx) => pid(tx.kysely))).not.toBe(silenced);
+    } finally {
+      await admin.end();
       await db.close();
     }
   });

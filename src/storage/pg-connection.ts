@@ -15,7 +15,7 @@ import {
   type LaterWrite,
 } from './later-statements.js';
 import { memoised } from './memo.js';
-import { CommitNotSent, connectionLost, notSent } from './unavailable.js';
+import { CommitNotSent, connectionLost, notSent, tooSlow } from './unavailable.js';
 
 /**
  * Statements are named by a hash of their text (with a generation, bumped when a schema change
@@ -155,6 +155,25 @@ const HELD: pg.QueryResult = { command: 'INSERT', rowCount: 0, rows: [], fields:
 const answered = (command: string): pg.QueryResult => ({ command, rowCount: null, rows: [], fields: [], oid: 0 });
 
 /**
+ * `query`, whose failure for an answer overdue (`queryTimeoutMs`) is reported only once pg has
+ * closed the connection. pg fails the statement first and closes the connection it destroyed a
+ * moment later: reported at once, the statement's caller handed the connection back to the pool
+ * while it still looked usable, and the next statement given it failed too.
+ */
+function answeredInTime(client: pg.PoolClient, query: Query, stream: { destroyed?: boolean } | undefined): Query {
+  const closed = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  return (...args) => {
+    const answer = query(...args);
+    if (!(answer instanceof Promise)) return answer;
+    return answer.catch(async (e: unknown) => {
+      // Not destroyed: pg gave up on a statement it had not written yet, and the connection is sound.
+      if (tooSlow(e) && stream?.destroyed === true) await closed;
+      throw e;
+    });
+  };
+}
+
+/**
  * Installs `client.query` for Kysely's call shape (text and values; every other use of the client
  * passes through untouched): statements go through `names` (`preparing`) when given, and a
  * transaction's round trips are cut in three ways (the client runs in pg's pipeline mode, which
@@ -175,10 +194,11 @@ const answered = (command: string): pg.QueryResult => ({ command, rowCount: null
  * connection's next BEGIN: the callers await each write.
  */
 export function sendingLater(client: pg.PoolClient, names: StatementNames | undefined): void {
-  const query = client.query.bind(client) as Query;
+  const stream = (
+    client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void; destroyed?: boolean } } }
+  ).connection?.stream;
+  const query = answeredInTime(client, client.query.bind(client) as Query, stream);
   const send: Send = names === undefined ? (text, values) => query(text, values) : preparing(client, query, names);
-  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection
-    ?.stream;
   /** A BEGIN not sent yet: the transaction has sent nothing so far. */
   let begin: string | undefined;
   let held: LaterWrite[] = [];

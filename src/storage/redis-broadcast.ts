@@ -2,7 +2,8 @@
 // connection alive.
 import type { Redis } from 'ioredis';
 import type { Broadcast } from './broadcast.js';
-import { HEARTBEAT_MS, Hub, withinTime } from './broadcast-hub.js';
+import { withinTime } from '../core/index.js';
+import { HEARTBEAT_MS, Hub } from './broadcast-hub.js';
 
 /**
  * Proves a Redis connection alive with a PING every `intervalMs` (HEARTBEAT_MS), answered within

@@ -105,6 +105,46 @@ describe.skipIf(url === undefined || url === '')('PostgreSQL failures', () => {
     }
   });
 
+  it('fail/no answer in time: the bound on an answer (its connection dropped, the next statement on a new one), statement_timeout (57014), lock_timeout (55P03): did not answer in time', async () => {
+    const db = await openDatabase({ url: scratch.url, poolSize: 1, queryTimeoutMs: 300 });
+    const admin = new pg.Client({ connectionString: scratch.url });
+    await admin.connect();
+    try {
+      const pid = async () =>
+        (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(db.kysely)).rows[0]!.pid;
+      const first = await pid();
+      const late = await failureOf(() => sql`SELECT pg_sleep(2)`.execute(db.kysely));
+      expect(databaseUnavailable(late), String(late)).toBe('The database did not answer in time.');
+      expect(await pid()).not.toBe(first);
+
+      const cancelled = await failureOf(() =>
+        inTransaction(db, async (tx) => {
+          await sql`SET LOCAL statement_timeout = 50`.execute(tx.kysely);
+          await sql`SELECT pg_sleep(0.25)`.execute(tx.kysely);
+        }),
+      );
+      expect((cancelled as { code?: string }).code).toBe('57014');
+      expect(databaseUnavailable(cancelled)).toBe('The database did not answer in time.');
+
+      await sql`CREATE TABLE locked (k int PRIMARY KEY)`.execute(db.kysely);
+      await sql`INSERT INTO locked VALUES (1)`.execute(db.kysely);
+      await admin.query('BEGIN');
+      await admin.query('SELECT k FROM locked FOR UPDATE');
+      const waited = await failureOf(() =>
+        inTransaction(db, async (tx) => {
+          await sql`SET LOCAL lock_timeout = 50`.execute(tx.kysely);
+          await sql`SELECT k FROM locked FOR UPDATE`.execute(tx.kysely);
+        }),
+      );
+      await admin.query('ROLLBACK');
+      expect((waited as { code?: string }).code).toBe('55P03');
+      expect(databaseUnavailable(waited)).toBe('The database did not answer in time.');
+    } finally {
+      await admin.end();
+      await db.close();
+    }
+  });
+
   it('ok/a statement the server refused (a unique key, bad SQL, a NUL, too many parameters): not unavailable', async () => {
     const db = await openDatabase({ url: scratch.url, poolSize: 1 });
     try {

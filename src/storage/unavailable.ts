@@ -36,6 +36,14 @@ const SOCKET_CODES = new Set([
 const PG_CONNECTION_MESSAGES =
   /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|timeout expired)/;
 
+/**
+ * No answer in time: pg's bound on one (`queryTimeoutMs`; it drops the connection, `tooSlow`), or a bound the
+ * server keeps: `statement_timeout` (57014, which is also an operator's pg_cancel_backend) or
+ * `lock_timeout` (55P03; certdesk never asks for a lock with NOWAIT, which fails the same way).
+ */
+const TOO_SLOW = /^Query read timeout/;
+const TOO_SLOW_CODES = new Set(['57014', '55P03']);
+
 /** pg-pool: every connection busy for the whole connect timeout (the pool, not the server, is the limit). */
 const POOL_BUSY = /^timeout exceeded when trying to connect/;
 
@@ -62,6 +70,12 @@ export function notSent(e: unknown): boolean {
   return typeof message === 'string' && NOT_QUERYABLE.test(message);
 }
 
+/** pg's own bound on an answer passed (`queryTimeoutMs`): it failed the statement and dropped the connection. */
+export function tooSlow(e: unknown): boolean {
+  const message = (e as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && TOO_SLOW.test(message);
+}
+
 /** A connection-level failure of PostgreSQL: the server gone, refusing, or the path to it cut. */
 export function connectionLost(e: unknown): boolean {
   if (e instanceof CommitNotSent) return true;
@@ -76,8 +90,8 @@ export function connectionLost(e: unknown): boolean {
 
 /**
  * Why the database cannot serve now, in words for the caller, when `e` says so (else undefined):
- * the server unreachable or refusing connections, out of resources, or a SQLite file locked by
- * another process past the busy timeout. An AggregateError counts when any of its parts does.
+ * the server unreachable or refusing connections, not answering in time, out of resources, or a
+ * SQLite file locked by another process past the busy timeout. An AggregateError counts when any of its parts does.
  */
 export function databaseUnavailable(e: unknown): string | undefined {
   if (e instanceof AggregateError) {
@@ -89,8 +103,12 @@ export function databaseUnavailable(e: unknown): string | undefined {
   }
   const message = (e as { message?: unknown } | null)?.message;
   if (typeof message === 'string' && POOL_BUSY.test(message)) return 'The database is busy.';
+  if (tooSlow(e)) return 'The database did not answer in time.';
   if (connectionLost(e)) return 'The database cannot be reached.';
-  if (fromServer(e)) return OUT_OF_RESOURCES.test(e.code) ? 'The database is out of resources.' : undefined;
+  if (fromServer(e)) {
+    if (TOO_SLOW_CODES.has(e.code)) return 'The database did not answer in time.';
+    return OUT_OF_RESOURCES.test(e.code) ? 'The database is out of resources.' : undefined;
+  }
   const code = (e as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && SQLITE_CODES.test(code))
     return code.startsWith('SQLITE_FULL') ? 'The database is out of room.' : 'The database is busy.';

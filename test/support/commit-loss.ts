@@ -1,11 +1,17 @@
 // A TCP relay to PostgreSQL (`tcp-relay.ts`) that loses a chosen COMMIT: after the server
 // answered it (the transaction was kept, the client never hears so), or before it reached the
-// server (the client's end closed, the server's left open and waiting in the transaction).
+// server (the client's end closed, the server's left open and waiting in the transaction); or
+// that holds it: the path goes silent there and no end is closed (a NAT or load balancer that
+// forgot the flow), so the client hears nothing, not even that the connection is gone.
 import { startTcpRelay, type RelayedConnection, type TcpRelay } from './tcp-relay.js';
 
 export interface CommitLoss {
-  /** `answerLost`: the COMMIT goes to the server, and the connection is cut once the server has answered it. `neverSent`: it is dropped. */
-  readonly how: 'answerLost' | 'neverSent';
+  /**
+   * `answerLost`: the COMMIT goes to the server, and the connection is cut once the server has
+   * answered it. `neverSent`: it is dropped, and the client's end closed. `answerHeld`, `held`: as
+   * those, but the connection goes silent instead of closing (blackholed, both ends left open).
+   */
+  readonly how: 'answerLost' | 'neverSent' | 'answerHeld' | 'held';
   /** Which COMMIT: the first for which this holds of what its connection sent since its last COMMIT (default: the next). */
   readonly when?: (sent: string) => boolean;
   /** From the loss on, the server is gone for the client: every connection closed, new ones refused (until `refuseNew` is reset). */
@@ -53,6 +59,11 @@ export async function startCommitLossRelay(target: URL): Promise<CommitLossRelay
         gone(loss);
         return 'vanish';
       }
+      if (loss.how === 'held') {
+        connection.blackholed = true;
+        gone(loss);
+        return Buffer.alloc(0);
+      }
       losing.set(connection, { heard: '', loss });
       return chunk;
     },
@@ -64,7 +75,9 @@ export async function startCommitLossRelay(target: URL): Promise<CommitLossRelay
       if (!waiting.heard.includes('COMMIT\0')) return 'drop';
       losing.delete(connection);
       gone(waiting.loss);
-      return 'cut';
+      if (waiting.loss.how !== 'answerHeld') return 'cut';
+      connection.blackholed = true;
+      return 'drop';
     },
   );
   // The relay itself, not a copy: its refuseNew is read by its server.

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { migrateToLatest, openDatabase, type Db, type Dialect } from '../../src/storage/index.js';
+import { migrateToLatest, openDatabase, type Db, type Dialect, type OpenOptions } from '../../src/storage/index.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -155,13 +155,17 @@ export async function migratedPostgresTemplate(adminUrl: string): Promise<{ name
  * A fresh, migrated PostgreSQL database on the server of `url`. `host`: where the service's
  * connections go instead of that server (`host:port` of a relay to it, `tcp-relay.ts`).
  */
-export async function openPostgres(url: string, host?: string): Promise<Db> {
+export async function openPostgres(
+  url: string,
+  host?: string,
+  options: Pick<OpenOptions, 'queryTimeoutMs' | 'connectTimeoutMs'> = {},
+): Promise<Db> {
   // The global setup's migrated template when there is one (a run without it migrates each).
   const template = inject('pgTemplate');
   const scratch = await scratchPostgresDatabase(url, 'cdt', template);
   const connectTo = new URL(scratch.url);
   if (host !== undefined) connectTo.host = host;
-  const db = await openDatabase({ url: connectTo.toString(), poolSize: 5 });
+  const db = await openDatabase({ url: connectTo.toString(), poolSize: 5, ...options });
   const close = async () => {
     await db.close();
     await scratch.drop();

@@ -1,0 +1,88 @@
+// The service's database opened with its schema brought up to date (`openMigrated`): on
+// PostgreSQL the migrations wait for their answers as long as they take, while the service's own
+// statements keep the bound on an answer (`queryTimeoutMs`).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scratchPostgresDatabase } from '../../test/support/databases.js';
+import { migrateToLatest, openMigrated } from './migrate.js';
+import { databaseUnavailable } from './unavailable.js';
+
+const url = process.env.CERTDESK_TEST_DATABASE_URL;
+if (url === undefined || url === '')
+  console.warn('openMigrated on PostgreSQL not tested: CERTDESK_TEST_DATABASE_URL is not set');
+
+/** Kysely's migration lock on PostgreSQL (an advisory lock of the database; its PostgresAdapter). */
+const MIGRATION_LOCK = '3853314791062309107';
+
+describe.skipIf(url === undefined || url === '')('openMigrated on PostgreSQL', () => {
+  let scratch: Awaited<ReturnType<typeof scratchPostgresDatabase>>;
+  beforeAll(async () => {
+    scratch = await scratchPostgresDatabase(url!);
+  });
+  afterAll(async () => scratch?.drop());
+
+  it('ok/the migrations wait past the bound (here for another process holding the migration lock), and the service then gets its connections with the bound', async () => {
+    const bound = 300;
+    const other = new pg.Client({ connectionString: scratch.url });
+    await other.connect();
+    try {
+      // Another process migrating the same database: the lock is held three bounds long.
+      await other.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
+      const released = new Promise<void>((resolve) =>
+        setTimeout(
+          () => void other.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`).then(() => resolve()),
+          3 * bound,
+        ),
+      );
+      const started = Date.now();
+      const db = await openMigrated({ url: scratch.url, queryTimeoutMs: bound });
+      await released;
+      try {
+        expect(Date.now() - started).toBeGreaterThanOrEqual(3 * bound - 50);
+        expect(await migrateToLatest(db)).toEqual([]);
+        const late = await sql`SELECT pg_sleep(${(3 * bound) / 1000})`.execute(db.kysely).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(databaseUnavailable(late), String(late)).toBe('The database did not answer in time.');
+      } finally {
+        await db.close();
+      }
+    } finally {
+      await other.end();
+    }
+  });
+});
+
+describe('openMigrated on SQLite', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'certdesk-open-migrated-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('ok/a new file is migrated on the connection the service then uses', async () => {
+    const db = await openMigrated({ url: join(dir, 'new.db') });
+    try {
+      expect(await migrateToLatest(db)).toEqual([]);
+      const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM customers`.execute(db.kysely);
+      expect(rows).toEqual([{ n: 0 }]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('fail/a file that is not a database: the open fails with the migration, and nothing is left open', async () => {
+    const file = join(dir, 'not-a-database.db');
+    writeFileSync(file, 'certainly not SQLite '.repeat(100));
+    await expect(openMigrated({ url: file })).rejects.toThrow(/not a database|file is (encrypted|not a database)/i);
+    // Nothing holds the file: it can be removed and made again.
+    rmSync(file);
+    const db = await openMigrated({ url: file });
+    await db.close();
+  });
+});

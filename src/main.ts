@@ -142,7 +142,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     refreshTtl: config.refreshTokenTtl,
   });
   const hashStore = new HashStore({ kv: repos.kv, audit, clock });
-  const housekeeping = new Housekeeping({ tokens, dcvValues, jobs, clock });
+  const housekeeping = new Housekeeping({ expired: repos.expired, jobs, clock });
   const metrics = createMetrics({
     defaultMetrics: options.defaultMetrics ?? false,
     jobCounts: () => jobs.countByStatus(),

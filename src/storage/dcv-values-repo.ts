@@ -110,10 +110,4 @@ export class DcvValuesRepo {
       .executeTakeFirst();
     return row?.value;
   }
-
-  /** Deletes values that expired before `before`; for housekeeping. Returns how many. */
-  async purgeExpired(before: number): Promise<number> {
-    const res = await this.db.kysely.deleteFrom('dcv_values').where('expires_at', '<', before).executeTakeFirst();
-    return Number(res.numDeletedRows);
-  }
 }

@@ -5,6 +5,8 @@ export * from './customers-repo.js';
 export * from './database.js';
 export * from './dcv-values-repo.js';
 export * from './jobs-repo.js';
+export * from './recurring-jobs.js';
+export { ExpiredRows } from './purge.js';
 export * from './kv-repo.js';
 export * from './migrate.js';
 export * from './tokens-repo.js';

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { testDialects } from '../../test/support/databases.js';
 import { jobId, type JobId } from '../core/index.js';
 import type { Db } from './database.js';
-import { ensureRecurring, JobsRepo } from './jobs-repo.js';
+import { JobsRepo } from './jobs-repo.js';
+import { ensureRecurring } from './recurring-jobs.js';
 
 const T = 1_800_000_000;
 const purge = (runAt: number, uniqueKey?: string) => ({

@@ -2,6 +2,7 @@ import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysel
 import { jobId, type JobId } from '../core/index.js';
 import { JOB_STATUSES, type JobName, type JobPayloads, type JobStatus } from '../core/jobs.js';
 import { inTransaction, writeLater, type Db } from './database.js';
+import { deleteInBatches } from './purge.js';
 import type { DB, JobsTable } from './schema.js';
 
 export interface NewJob<N extends JobName> {
@@ -333,6 +334,14 @@ export class JobsRepo {
     return res.numUpdatedRows > 0n;
   }
 
+  /**
+   * Deletes jobs that ended done before `before` (a failed one, `dead`, is kept for the operator);
+   * for housekeeping. Returns how many.
+   */
+  async purgeDone(before: number): Promise<number> {
+    return deleteInBatches(this.db, 'jobs', sql`status = 'done' AND updated_at < ${before}`);
+  }
+
   // PostgreSQL: an ordinary transaction (row locks do the work), run again should PostgreSQL abort
   // it for a deadlock or a serialization conflict (`inTransaction`). SQLite: BEGIN IMMEDIATE takes
   // the write lock before the SELECT, so another process cannot claim between our read and write
@@ -368,32 +377,4 @@ function toJob(row: Selectable<JobsTable>): StoredJob {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
-}
-
-/**
- * Makes sure the periodic job `name` exists exactly once, under the unique key
- * `recurring:<name>`. Returns the id of the job that holds the key.
- *
- * The pattern: `main.ts` calls this at start (`after` omitted: the job runs at `now`, unless a
- * run is already queued or running, which is kept). The handler does its work and then calls it
- * again with `after: ctx.id`, which hands the key from the running job to its successor at
- * `now + everySeconds`. If the process dies after the handoff, the re-run of the old job finds
- * the successor holding the key and adds nothing; if it dies before, the re-run hands off then.
- * A recurring job that goes dead breaks the chain until the next start calls this again.
- */
-export async function ensureRecurring<N extends JobName>(
-  repo: Pick<JobsRepo, 'enqueue'>,
-  name: N,
-  payload: JobPayloads[N],
-  everySeconds: number,
-  now: number,
-  options: { readonly after?: JobId } = {},
-): Promise<JobId> {
-  const uniqueKey = `recurring:${name}`;
-  const base = { name, payload, uniqueKey };
-  const result =
-    options.after === undefined
-      ? await repo.enqueue({ ...base, runAt: now }, now)
-      : await repo.enqueue({ ...base, runAt: now + everySeconds, takeKeyFrom: options.after }, now);
-  return result.id;
 }

@@ -23,6 +23,7 @@ import { orderCounts } from './migrations/0020-order-counts.js';
 import { orderVersions } from './migrations/0021-order-versions.js';
 import { revokedByKey } from './migrations/0022-revoked-by-key.js';
 import { crlEntriesDigest } from './migrations/0023-crl-entries-digest.js';
+import { expiryIndexes } from './migrations/0024-expiry-indexes.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
 function migrations(db: Db): Record<string, Migration> {
@@ -50,6 +51,7 @@ function migrations(db: Db): Record<string, Migration> {
     '0021-order-versions': orderVersions(db.dialect),
     '0022-revoked-by-key': revokedByKey(db.dialect),
     '0023-crl-entries-digest': crlEntriesDigest(db.dialect),
+    '0024-expiry-indexes': expiryIndexes(db.dialect),
   };
 }
 

@@ -13,6 +13,7 @@ import { OrderNamesRepo } from './order-names-repo.js';
 import { OrderQueriesRepo } from './order-queries-repo.js';
 import { OauthCodesRepo } from './oauth-codes-repo.js';
 import { OrdersRepo } from './orders-repo.js';
+import { ExpiredRows } from './purge.js';
 import { TokensRepo } from './tokens-repo.js';
 import { SignInFailuresRepo } from './sign-in-failures-repo.js';
 import { TwoFactorRepo } from './two-factor-repo.js';
@@ -28,6 +29,7 @@ export interface Repositories {
   readonly ca: CaRepo;
   readonly customers: CustomersRepo;
   readonly dcvValues: DcvValuesRepo;
+  readonly expired: ExpiredRows;
   readonly jobs: JobsRepo;
   readonly kv: KvRepo;
   readonly mail: MailRepo;
@@ -53,6 +55,7 @@ export function repositories(db: Db): Repositories {
     ca: new CaRepo(db),
     customers: new CustomersRepo(db),
     dcvValues: new DcvValuesRepo(db),
+    expired: new ExpiredRows(db),
     jobs: new JobsRepo(db),
     kv: new KvRepo(db),
     mail: new MailRepo(db),

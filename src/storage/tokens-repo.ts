@@ -168,10 +168,4 @@ export class TokensRepo {
       .executeTakeFirst();
     return Number(res.numUpdatedRows);
   }
-
-  /** Deletes tokens that expired before `before`; for housekeeping. */
-  async purgeExpired(before: number): Promise<number> {
-    const res = await this.db.kysely.deleteFrom('oauth_tokens').where('expires_at', '<', before).executeTakeFirst();
-    return Number(res.numDeletedRows);
-  }
 }

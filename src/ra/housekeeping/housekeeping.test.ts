@@ -1,8 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testDialects } from '../../../test/support/databases.js';
 import { FixedClock, jobId } from '../../core/index.js';
-import { CustomersRepo, DcvValuesRepo, JobsRepo, TokensRepo, UsersRepo, type Db } from '../../storage/index.js';
-import { Housekeeping, PURGE_EVERY } from './housekeeping.js';
+import {
+  CustomersRepo,
+  DcvValuesRepo,
+  ExpiredRows,
+  JobsRepo,
+  TokensRepo,
+  UsersRepo,
+  type Db,
+} from '../../storage/index.js';
+import { DONE_JOBS_KEPT_SECONDS, Housekeeping, PURGE_EVERY } from './housekeeping.js';
 
 describe.each(testDialects())('Housekeeping on $dialect', ({ open }) => {
   let db: Db;
@@ -11,12 +19,12 @@ describe.each(testDialects())('Housekeeping on $dialect', ({ open }) => {
   });
   afterAll(async () => db.close());
 
-  it('schedules housekeeping.purge once, purges tokens and DCV values expired over a day ago, and re-schedules itself', async () => {
+  it('schedules housekeeping.purge once, purges tokens and DCV values expired over a day ago and jobs done over a week ago (not dead ones), and re-schedules itself', async () => {
     const clock = new FixedClock(1_000_000);
     const jobs = new JobsRepo(db);
     const tokens = new TokensRepo(db);
     const dcvValues = new DcvValuesRepo(db);
-    const hk = new Housekeeping({ tokens, dcvValues, jobs, clock });
+    const hk = new Housekeeping({ expired: new ExpiredRows(db), jobs, clock });
     await hk.schedule();
     await hk.schedule();
     expect((await jobs.countByStatus()).queued).toBe(1);
@@ -70,6 +78,24 @@ describe.each(testDialects())('Housekeeping on $dialect', ({ open }) => {
     );
     await dcvValues.getOrCreate({ customerId: c.id, caBrand: 'B', csrSha256: 'live' }, 'v2', 1_000_000, 100_000);
 
+    // Jobs that ended long ago and lately (the recurring job's own run is the one queued now).
+    const ended = (status: string, updatedAt: number) => ({
+      name: 'mail.deliver',
+      payload: JSON.stringify({ status, updatedAt }),
+      status,
+      run_at: updatedAt,
+      created_at: updatedAt,
+      updated_at: updatedAt,
+    });
+    await db.kysely
+      .insertInto('jobs')
+      .values([
+        ended('done', 1_000_000 - DONE_JOBS_KEPT_SECONDS - 1),
+        ended('done', 1_000_000 - DONE_JOBS_KEPT_SECONDS + 1),
+        ended('dead', 1),
+      ])
+      .execute();
+
     const [job] = await jobs.claimDue('test', clock.nowSeconds(), 60, 1);
     expect(job?.name).toBe('housekeeping.purge');
     await hk.purgeExpired({}, { id: jobId(job!.id) });
@@ -77,6 +103,17 @@ describe.each(testDialects())('Housekeeping on $dialect', ({ open }) => {
     expect(values.map((r) => r.csr_sha256)).toEqual(['live']);
     const left = await db.kysely.selectFrom('oauth_tokens').select('token_hash').orderBy('token_hash').execute();
     expect(left.map((r) => r.token_hash)).toEqual(['live', 'recent']);
+
+    const kept = await db.kysely
+      .selectFrom('jobs')
+      .select(['status', 'updated_at'])
+      .where('name', '=', 'mail.deliver')
+      .orderBy('updated_at')
+      .execute();
+    expect(kept).toEqual([
+      { status: 'dead', updated_at: 1 },
+      { status: 'done', updated_at: 1_000_000 - DONE_JOBS_KEPT_SECONDS + 1 },
+    ]);
 
     const next = await db.kysely
       .selectFrom('jobs')

@@ -114,8 +114,8 @@ export function buildCli(): Command {
       const db = await openDatabase({
         url: (await composition()).databaseUrl(config),
         prepared: config.databasePrepared,
-        // A migration may rewrite a large table: its statements wait for their answers as long as they take.
-        queryTimeoutMs: 0,
+        // A migration may rewrite a large table: no bound on its statements' answers, here or on the server.
+        migrating: true,
       });
       try {
         const applied = await migrateToLatest(db);

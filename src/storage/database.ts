@@ -17,6 +17,7 @@ import { isReplannedStatement, sendingLater, statementNames, transactionIdQuerie
 import type { DB } from './schema.js';
 import { checkpointsAside } from './sqlite-checkpoints.js';
 import { commitMarks, sharedMarks } from './sqlite-commits.js';
+import { MigrationPostgresDialect } from './migration-dialect.js';
 import { connectionLost } from './unavailable.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -66,9 +67,11 @@ export interface OpenOptions {
   readonly connectTimeoutMs?: number;
   /**
    * PostgreSQL: how long the answer to one statement may take before its connection is dropped as
-   * lost (QUERY_TIMEOUT_MS); 0 = as long as TCP takes. Migrations run without it (`openMigrated`).
+   * lost (QUERY_TIMEOUT_MS); 0 = as long as TCP takes. Migrations run without it (`migrating`).
    */
   readonly queryTimeoutMs?: number;
+  /** For migrations (`openMigrated`, `certdesk migrate`): no bound on an answer, none on the server either. */
+  readonly migrating?: boolean;
   /**
    * Called when an idle PostgreSQL connection fails (server restart, network cut). The pool drops
    * that connection and the next query opens a new one; without a listener the process would crash.
@@ -209,7 +212,7 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     // Then it fails as unreachable: a 503 for the caller (unavailable.ts), not a request held.
     connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     // pg reads 0 as none (it tests the value, not its presence).
-    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
+    query_timeout: options.migrating === true ? 0 : (options.queryTimeoutMs ?? QUERY_TIMEOUT_MS),
     // Kept that long, a connection outlives the idle timeouts of NATs and load balancers between
     // process and database (Azure's 4 min, AWS's 350 s), which drop a flow without a word: TCP
     // keepalive probes from a minute idle keep such a path open, and find one that was cut.
@@ -229,7 +232,9 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     // the process.
     client.on('error', () => undefined);
   });
-  const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const kysely = new Kysely<DB>({
+    dialect: new (options.migrating === true ? MigrationPostgresDialect : PostgresDialect)({ pool }),
+  });
   return {
     kysely,
     dialect: 'postgres',

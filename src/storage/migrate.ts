@@ -1,5 +1,6 @@
 import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
 import { isPostgresUrl, openDatabase, type Db, type OpenOptions } from './database.js';
+import { unboundedOnServer } from './migration-dialect.js';
 import { initial } from './migrations/0001-initial.js';
 import { hashStore } from './migrations/0002-hash-store.js';
 import { ca } from './migrations/0003-ca.js';
@@ -75,13 +76,14 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
 
 /**
  * Opens the database for the service with its schema brought up to date first. On PostgreSQL the
- * migrations run on connections of their own that wait for an answer as long as it takes (a
- * migration may rewrite a large table, or wait for another process's migration to finish), then
- * the service's pool opens with `queryTimeoutMs`.
+ * migrations run on connections of their own (`migrating`) that wait for an answer as long as it
+ * takes, and lift the server's bounds a deployment sets for the service's sessions: a migration
+ * may rewrite a large table, or wait for another process's migration to finish. Then the
+ * service's pool opens with `queryTimeoutMs`.
  */
 export async function openMigrated(options: OpenOptions): Promise<Db> {
   if (isPostgresUrl(options.url)) {
-    const migrating = await openDatabase({ ...options, queryTimeoutMs: 0 });
+    const migrating = await openDatabase({ ...options, migrating: true });
     try {
       await migrateToLatest(migrating);
     } finally {
@@ -120,7 +122,13 @@ async function migrateWithRetries(db: Db): Promise<string[]> {
 
 /** One run of Kysely's migrator: the migrations it applied, and the error it stopped at, if any. */
 async function migrateOnce(db: Db): Promise<{ applied: string[]; error?: Error }> {
-  const provider: MigrationProvider = { getMigrations: async () => migrations(db) };
+  const provider: MigrationProvider = {
+    getMigrations: async () => {
+      const all = migrations(db);
+      if (db.dialect !== 'postgres') return all;
+      return Object.fromEntries(Object.entries(all).map(([name, m]) => [name, unboundedOnServer(m)]));
+    },
+  };
   // Kysely looks for its bookkeeping tables in any schema unless told which: name ours, so that
   // databases in separate schemas of one PostgreSQL (tests) never see each other's.
   const migrator = new Migrator({

@@ -9,14 +9,12 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratchPostgresDatabase } from '../../test/support/databases.js';
 import { migrateToLatest, openMigrated } from './migrate.js';
+import { MIGRATION_LOCK_ID } from './migration-dialect.js';
 import { databaseUnavailable } from './unavailable.js';
 
 const url = process.env.CERTDESK_TEST_DATABASE_URL;
 if (url === undefined || url === '')
   console.warn('openMigrated on PostgreSQL not tested: CERTDESK_TEST_DATABASE_URL is not set');
-
-/** Kysely's migration lock on PostgreSQL (an advisory lock of the database; its PostgresAdapter). */
-const MIGRATION_LOCK = '3853314791062309107';
 
 describe.skipIf(url === undefined || url === '')('openMigrated on PostgreSQL', () => {
   let scratch: Awaited<ReturnType<typeof scratchPostgresDatabase>>;
@@ -25,16 +23,20 @@ describe.skipIf(url === undefined || url === '')('openMigrated on PostgreSQL', (
   });
   afterAll(async () => scratch?.drop());
 
-  it('ok/the migrations wait past the bound (here for another process holding the migration lock), and the service then gets its connections with the bound', async () => {
+  it('ok/the migrations wait past the bound and past the server bounds the deployment sets (here for another process holding the migration lock), and the service then gets its connections with both', async () => {
     const bound = 300;
     const other = new pg.Client({ connectionString: scratch.url });
     await other.connect();
     try {
+      // The settings docs/operations.md advises, as ALTER ROLE would give them, shorter than the wait.
+      await other.query(
+        `ALTER DATABASE "${scratch.name}" SET statement_timeout = ${bound}; ALTER DATABASE "${scratch.name}" SET lock_timeout = ${bound}`,
+      );
       // Another process migrating the same database: the lock is held three bounds long.
-      await other.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
+      await other.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK_ID})`);
       const released = new Promise<void>((resolve) =>
         setTimeout(
-          () => void other.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`).then(() => resolve()),
+          () => void other.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK_ID})`).then(() => resolve()),
           3 * bound,
         ),
       );
@@ -44,6 +46,9 @@ describe.skipIf(url === undefined || url === '')('openMigrated on PostgreSQL', (
       try {
         expect(Date.now() - started).toBeGreaterThanOrEqual(3 * bound - 50);
         expect(await migrateToLatest(db)).toEqual([]);
+        // The service's sessions keep the server's bound and the one on an answer.
+        const { rows } = await sql<{ statement_timeout: string }>`SHOW statement_timeout`.execute(db.kysely);
+        expect(rows).toEqual([{ statement_timeout: `${bound}ms` }]);
         const late = await sql`SELECT pg_sleep(${(3 * bound) / 1000})`.execute(db.kysely).then(
           () => undefined,
           (e: unknown) => e,

@@ -15,7 +15,8 @@ import {
   type LaterWrite,
 } from './later-statements.js';
 import { memoised } from './memo.js';
-import { CommitNotSent, connectionLost, notSent, tooSlow } from './unavailable.js';
+import { answeredInTime } from './pg-overdue.js';
+import { CommitNotSent, connectionLost, notSent } from './unavailable.js';
 
 /**
  * Statements are named by a hash of their text (with a generation, bumped when a schema change
@@ -66,7 +67,7 @@ export function isReplannedStatement(e: unknown): boolean {
 const MAX_PREPARED_PER_CONNECTION = 500;
 
 /** A PostgreSQL connection's `query`, as pg gives it. */
-type Query = (...args: unknown[]) => Promise<pg.QueryResult>;
+export type Query = (...args: unknown[]) => Promise<pg.QueryResult>;
 /**
  * Sends one statement of Kysely's call shape: its text and its values. `outside`: written outside
  * any transaction (decided when it is written: with pipelining, pg's view of the transaction may
@@ -153,25 +154,6 @@ const HELD: pg.QueryResult = { command: 'INSERT', rowCount: 0, rows: [], fields:
 
 /** What a statement held back answers at once: nothing was sent yet, and its caller reads nothing. */
 const answered = (command: string): pg.QueryResult => ({ command, rowCount: null, rows: [], fields: [], oid: 0 });
-
-/**
- * `query`, whose failure for an answer overdue (`queryTimeoutMs`) is reported only once pg has
- * closed the connection. pg fails the statement first and closes the connection it destroyed a
- * moment later: reported at once, the statement's caller handed the connection back to the pool
- * while it still looked usable, and the next statement given it failed too.
- */
-function answeredInTime(client: pg.PoolClient, query: Query, stream: { destroyed?: boolean } | undefined): Query {
-  const closed = new Promise<void>((resolve) => client.once('end', () => resolve()));
-  return (...args) => {
-    const answer = query(...args);
-    if (!(answer instanceof Promise)) return answer;
-    return answer.catch(async (e: unknown) => {
-      // Not destroyed: pg gave up on a statement it had not written yet, and the connection is sound.
-      if (tooSlow(e) && stream?.destroyed === true) await closed;
-      throw e;
-    });
-  };
-}
 
 /**
  * Installs `client.query` for Kysely's call shape (text and values; every other use of the client

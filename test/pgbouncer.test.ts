@@ -17,6 +17,7 @@ import { createTestContext, type TestContext } from './support/app.js';
 import { testCsr } from './support/csr.js';
 import { scratchPostgresDatabase, type TestDialect } from './support/databases.js';
 import { ORDER_CONTACT } from './support/issuing-context.js';
+import { expectOverdueWritesCancelled } from './support/overdue.js';
 import { freePort } from './support/ports.js';
 import { kill, sleep } from './support/processes.js';
 
@@ -187,4 +188,13 @@ describe.skipIf(missing !== undefined)('behind PgBouncer in transaction mode', (
       await db.close();
     }
   }, 60_000);
+
+  it('fail/statements overdue behind a lock: the cancel reaches the backend through the pooler; each answered 503 "did not answer in time", none left waiting, none landing later', async () => {
+    const db: Db = await openDatabase({ url, prepared: false, poolSize: 2, queryTimeoutMs: 300 });
+    try {
+      await expectOverdueWritesCancelled(db, scratch.url);
+    } finally {
+      await db.close();
+    }
+  });
 });

@@ -120,7 +120,7 @@ export const SCHEMA = {
     env: 'CERTDESK_DATABASE_QUERY_TIMEOUT_MS',
     default: '30000',
     parse: nonNegativeInt,
-    doc: 'PostgreSQL: milliseconds the answer to one statement may take; past it the connection is dropped as lost (a path cut silently, a proxy that stopped answering), the statement cancelled on the server, and the request answered 503. 0 = as long as TCP takes (about 15 minutes, or for ever behind a hung proxy). Migrations wait as long as they take. See docs/operations.md for the server settings to pair it with.',
+    doc: 'PostgreSQL: milliseconds the answer to one statement may take; past it the statement is cancelled on the server, and 2 s later, without an answer, the connection is dropped as lost (a path cut silently, a proxy that stopped answering); the request is answered 503. 0 = as long as TCP takes (about 15 minutes, or for ever behind a hung proxy). Migrations wait as long as they take. See docs/operations.md for the server settings to pair it with.',
   },
   redisUrl: {
     env: 'CERTDESK_REDIS_URL',

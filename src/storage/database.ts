@@ -18,6 +18,7 @@ import type { DB } from './schema.js';
 import { checkpointsAside } from './sqlite-checkpoints.js';
 import { commitMarks, sharedMarks } from './sqlite-commits.js';
 import { MigrationPostgresDialect } from './migration-dialect.js';
+import { CANCEL_GRACE_MS } from './pg-overdue.js';
 import { connectionLost } from './unavailable.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -178,13 +179,12 @@ export const KEEPALIVE_AFTER_MS = 60_000;
  */
 export const CONNECT_TIMEOUT_MS = 10_000;
 /**
- * How long the answer to one statement may take once it was written. Past it the connection is
- * taken for lost and destroyed (pg, in pipeline mode), and the statement fails as the database
- * out of reach: a path cut silently after the statement left (no FIN, no RST; keepalive does not
- * probe while data waits for its acknowledgement) held the request until TCP gave up, ~15 min,
- * and behind a proxy that stopped answering, for ever. Far above what any statement of the
- * service takes (a CRL of 100,000 entries is read in well under a second); slow statements are
- * for the server's own `statement_timeout` to cancel, which keeps the connection.
+ * How long the answer to one statement may take once it was written: past it the statement is
+ * cancelled on the server, and past a grace more the connection taken for lost and destroyed
+ * (`pg-overdue.ts`). A path cut silently after the statement left (no FIN, no RST; keepalive does
+ * not probe while data waits for its acknowledgement) held the request until TCP gave up, ~15
+ * min, or for ever behind a proxy that stopped answering. Far above what any statement of the
+ * service takes (a CRL of 100,000 entries is read in well under a second).
  */
 export const QUERY_TIMEOUT_MS = 30_000;
 
@@ -201,6 +201,7 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
       await admin.end();
     }
   }
+  const bound = options.migrating === true ? 0 : (options.queryTimeoutMs ?? QUERY_TIMEOUT_MS);
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
@@ -211,21 +212,20 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     allowExitOnIdle: true,
     // Then it fails as unreachable: a 503 for the caller (unavailable.ts), not a request held.
     connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
-    // pg reads 0 as none (it tests the value, not its presence).
-    query_timeout: options.migrating === true ? 0 : (options.queryTimeoutMs ?? QUERY_TIMEOUT_MS),
+    // Past the bound cancelled on the server, past the grace dropped (pg reads 0 as none).
+    query_timeout: bound === 0 ? 0 : bound + CANCEL_GRACE_MS,
     // Kept that long, a connection outlives the idle timeouts of NATs and load balancers between
     // process and database (Azure's 4 min, AWS's 350 s), which drop a flow without a word: TCP
     // keepalive probes from a minute idle keep such a path open, and find one that was cut.
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_AFTER_MS,
-    // A statement is written without waiting for the answers to those before it: a transaction's
-    // BEGIN goes with its first statement, its held writes with its COMMIT (`sendingLater`).
+    // Statements written without waiting for the answers before them (`sendingLater`).
     pipeline: true,
     ...(schema === undefined ? {} : { options: `-c search_path="${schema}"` }),
   });
   pool.on('error', options.onConnectionError ?? (() => undefined));
   pool.on('connect', (client) => {
-    sendingLater(client, options.prepared !== false ? statementNames : undefined);
+    sendingLater(client, options.prepared !== false ? statementNames : undefined, bound);
     // A connection lost while in use (a restart, a failover, a cut network): its statements fail
     // and their callers see it, and the pool drops it when it comes back. pg also emits 'error' on
     // the client, which the pool listens to only while the client is idle: unheard, it would end

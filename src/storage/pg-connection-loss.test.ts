@@ -5,8 +5,9 @@
 // listener of ours, that event would end the process.
 import { sql } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratchPostgresDatabase } from '../../test/support/databases.js';
+import { expectOverdueWritesCancelled } from '../../test/support/overdue.js';
 import { startTcpRelay, type TcpRelay } from '../../test/support/tcp-relay.js';
 import { CommitOutcomeUnknown } from '../core/index.js';
 import { inTransaction, openDatabase } from './database.js';
@@ -89,37 +90,11 @@ describe.skipIf(url === undefined || url === '')('a PostgreSQL server that is sl
     await scratch?.drop();
   });
 
-  it('fail/statements overdue behind a lock: each cancelled on the server as its connection is dropped: no backend left waiting past the pool, and none of the writes answered 503 lands later', async () => {
+  it('fail/statements overdue behind a lock: each cancelled on the server, on a connection that stays: no backend left waiting past the pool, and none of the writes answered 503 lands later', async () => {
     const db = await openDatabase({ url: scratch.url, poolSize: 2, queryTimeoutMs: 300 });
-    const admin = new pg.Client({ connectionString: scratch.url });
-    await admin.connect();
     try {
-      await sql`CREATE TABLE hits (k int)`.execute(db.kysely);
-      await admin.query('BEGIN');
-      await admin.query('LOCK TABLE hits');
-      for (let i = 0; i < 6; i++) {
-        const e = await sql`INSERT INTO hits VALUES (${i})`.execute(db.kysely).then(
-          () => undefined,
-          (err: unknown) => err,
-        );
-        expect(databaseUnavailable(e), String(e)).toBe('The database did not answer in time.');
-      }
-      // The cancel requests arrive a moment after each drop: then nothing of ours waits on the lock.
-      const waiting = async () =>
-        (
-          await admin.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
-          )
-        ).rows[0]!.n;
-      await vi.waitFor(async () => expect(await waiting()).toBe(0), { timeout: 10_000, interval: 50 });
-      await admin.query('COMMIT');
-      expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM hits`.execute(db.kysely)).rows).toEqual([
-        { n: 0 },
-      ]);
+      await expectOverdueWritesCancelled(db, scratch.url);
     } finally {
-      await admin.query('ROLLBACK').catch(() => undefined);
-      await admin.end();
       await db.close();
     }
   });

@@ -1,50 +1,69 @@
-// A statement whose answer is overdue (`queryTimeoutMs`, pg's query_timeout): pg fails it and
-// destroys its connection. Two things more are needed: the failure must reach the caller only
-// once pg has seen the connection end, and the server must stop the statement.
+// A statement whose answer is overdue (`queryTimeoutMs`): first the server is asked to cancel it,
+// on the connection that is still open; only if no answer comes within a grace (the path is gone,
+// not slow) does pg's own query_timeout drop the connection.
 import { connect } from 'node:net';
 import type pg from 'pg';
 import type { Query } from './pg-connection.js';
 import { tooSlow } from './unavailable.js';
 
-/** How long sending a cancel request may take (the path to the server may be the one gone silent). */
+/**
+ * How long after the cancel request the connection is dropped if the server has not answered:
+ * pg's query_timeout is the bound plus this. A server that is there answers a cancel at once.
+ */
+export const CANCEL_GRACE_MS = 2_000;
+/** How long the connection of a cancel request may stay open (the server closes it when done). */
 const CANCEL_WITHIN_MS = 5_000;
 
 /**
- * `query`, whose failure for an answer overdue is reported only once pg has closed the connection,
- * and whose statement is cancelled on the server. pg fails the statement first and closes the
- * connection it destroyed a moment later: reported at once, the statement's caller handed the
- * connection back to the pool while it still looked usable, and the next statement given it
- * failed too. And a server that is slow, not gone (a statement waiting for a lock, a long
- * scan), ran the statement on after the connection was dropped: its backend reads nothing
- * while it runs, so it kept its locks, a write answered 503 committed later, and each such
- * request left a backend behind, past the pool's size.
+ * `query`, whose statements are cancelled on the server once `cancelAfterMs` have passed without
+ * their answer (0: never), and whose failure for an answer overdue past the grace is reported
+ * only once pg has closed the connection it dropped.
+ *
+ * Dropping the connection alone left a server that is slow, not gone (a statement waiting for a
+ * lock), running the statement on: its backend reads nothing meanwhile, so it kept its locks, a
+ * write answered 503 committed later, and each such request left a backend behind, past the
+ * pool's size. Cancelled, the statement fails with 57014 on a connection that stays (answered
+ * 503 "did not answer in time" all the same). The cancel is sent while the connection is open:
+ * a pooler (PgBouncer) matches it to the client's key and drops one for a client already gone.
+ *
+ * pg fails an overdue statement before the connection it destroyed has closed: reported at once,
+ * the statement's caller handed the connection back to the pool while it still looked usable,
+ * and the next statement given it failed too.
  */
 export function answeredInTime(
   client: pg.PoolClient,
   query: Query,
   stream: { destroyed?: boolean } | undefined,
+  cancelAfterMs: number,
 ): Query {
   const closed = new Promise<void>((resolve) => client.once('end', () => resolve()));
   return (...args) => {
     const answer = query(...args);
     if (!(answer instanceof Promise)) return answer;
-    return answer.catch(async (e: unknown) => {
-      // Not destroyed: pg gave up on a statement it had not written yet, and the connection is sound.
-      if (tooSlow(e) && stream?.destroyed === true) {
-        cancelOnServer(client);
-        await closed;
-      }
-      throw e;
-    });
+    const timer = cancelAfterMs > 0 ? setTimeout(() => cancelOnServer(client), cancelAfterMs) : undefined;
+    return answer.then(
+      (result) => {
+        clearTimeout(timer);
+        return result;
+      },
+      async (e: unknown) => {
+        clearTimeout(timer);
+        // Not destroyed: pg gave up on a statement it had not written yet, and the connection is sound.
+        if (tooSlow(e) && stream?.destroyed === true) await closed;
+        throw e;
+      },
+    );
   };
 }
 
 /**
  * Asks the server to cancel what `client`'s backend runs: PostgreSQL's CancelRequest, on a
- * connection of its own, naming the backend by the key it gave the client at the start (a pooler
- * such as PgBouncer passes it on to the backend it mapped). A backend whose statement is cancelled
- * answers on the dropped connection, finds it gone, and ends, rolling back its transaction. Sent
- * and forgotten: the server does not answer it, and on a path that is gone it fails quietly.
+ * connection of its own, naming the backend by the key it gave the client at the start. Sent as
+ * libpq long did, unencrypted (the key is single-use in effect: it names one backend); a proxy
+ * that routes by TLS name drops it, and the connection is dropped after the grace instead. The
+ * socket is left open until the server closes it (a half-close made PgBouncer 1.18 drop the
+ * request, or end), and forgotten: nothing is answered, and on a path that is gone it fails
+ * quietly.
  */
 export function cancelOnServer(client: pg.PoolClient): void {
   const { processID, secretKey, host, port } = client as unknown as {
@@ -60,8 +79,9 @@ export function cancelOnServer(client: pg.PoolClient): void {
   request.writeInt32BE(processID, 8);
   request.writeInt32BE(secretKey, 12);
   const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host);
-  socket.setTimeout(CANCEL_WITHIN_MS, () => socket.destroy());
   socket.unref();
+  socket.setTimeout(CANCEL_WITHIN_MS, () => socket.destroy());
   socket.on('error', () => undefined);
-  socket.on('connect', () => socket.end(request));
+  socket.on('data', () => undefined);
+  socket.on('connect', () => socket.write(request));
 }

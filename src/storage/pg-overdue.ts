@@ -14,6 +14,37 @@ export const CANCEL_GRACE_MS = 2_000;
 /** How long the connection of a cancel request may stay open (the server closes it when done). */
 const CANCEL_WITHIN_MS = 5_000;
 
+/** Statements of a connection waiting for their answers: when each was written, oldest first. */
+interface Waiting {
+  readonly client: pg.PoolClient;
+  readonly cancelAfterMs: number;
+  readonly written: number[];
+  /** When the statement last cancelled was written (one cancel per statement). */
+  cancelled: number;
+}
+/** Every connection with a statement waiting, looked over every SWEEP_MS. */
+const waiting = new Set<Waiting>();
+/** How often the statements waiting are looked over: the cancel comes up to this late. */
+const SWEEP_MS = 250;
+let sweeper: NodeJS.Timeout | undefined;
+
+/**
+ * Sends a cancel for each connection whose oldest waiting statement is overdue. One sweep for the
+ * process rather than a timer per statement: a 30 s timer set and cleared for each of an order's
+ * statements cost PostgreSQL inline orders ~15 % of their rate (bench, alternated: 310-389 against
+ * 363-419 orders/s without it), though each pair costs well under a microsecond alone.
+ */
+function sweep(): void {
+  const now = performance.now();
+  for (const w of waiting) {
+    const oldest = w.written[0];
+    if (oldest !== undefined && oldest !== w.cancelled && now - oldest >= w.cancelAfterMs) {
+      w.cancelled = oldest;
+      cancelOnServer(w.client);
+    }
+  }
+}
+
 /**
  * `query`, whose statements are cancelled on the server once `cancelAfterMs` have passed without
  * their answer (0: never), and whose failure for an answer overdue past the grace is reported
@@ -37,17 +68,27 @@ export function answeredInTime(
   cancelAfterMs: number,
 ): Query {
   const closed = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  const w: Waiting = { client, cancelAfterMs, written: [], cancelled: -1 };
+  // A connection answers its statements in the order they were written (pipelined or not).
+  const answered = () => {
+    w.written.shift();
+    if (w.written.length === 0) waiting.delete(w);
+  };
   return (...args) => {
     const answer = query(...args);
     if (!(answer instanceof Promise)) return answer;
-    const timer = cancelAfterMs > 0 ? setTimeout(() => cancelOnServer(client), cancelAfterMs) : undefined;
+    if (cancelAfterMs > 0) {
+      w.written.push(performance.now());
+      waiting.add(w);
+      sweeper ??= setInterval(sweep, SWEEP_MS).unref();
+    }
     return answer.then(
       (result) => {
-        clearTimeout(timer);
+        if (cancelAfterMs > 0) answered();
         return result;
       },
       async (e: unknown) => {
-        clearTimeout(timer);
+        if (cancelAfterMs > 0) answered();
         // Not destroyed: pg gave up on a statement it had not written yet, and the connection is sound.
         if (tooSlow(e) && stream?.destroyed === true) await closed;
         throw e;

@@ -105,12 +105,21 @@ export async function createServices(config: Config, options: ServiceOptions = {
     options.logger?.warn({ err }, 'an idle database connection failed; it will be replaced');
   const db =
     options.db ??
-    (await openMigrated({
-      url: databaseUrl(config),
-      prepared: config.databasePrepared,
-      queryTimeoutMs: config.databaseQueryTimeoutMs,
-      onConnectionError,
-    }));
+    (await openMigrated(
+      {
+        url: databaseUrl(config),
+        prepared: config.databasePrepared,
+        queryTimeoutMs: config.databaseQueryTimeoutMs,
+        onConnectionError,
+      },
+      {
+        onLockWait: ({ migration, attempt, attempts }) =>
+          options.logger?.warn(
+            { migration, attempt, attempts },
+            'a migration waited for locks that other transactions hold; it let their traffic pass and tries again',
+          ),
+      },
+    ));
 
   // Every repository once, and the unit of work that hands a transaction's repositories to a component.
   const repos = repositories(db);

@@ -118,7 +118,12 @@ export function buildCli(): Command {
         migrating: true,
       });
       try {
-        const applied = await migrateToLatest(db);
+        const applied = await migrateToLatest(db, {
+          onLockWait: ({ migration, attempt, attempts }) =>
+            process.stderr.write(
+              `${migration}: other transactions hold locks it needs; trying again (${attempt} of ${attempts})\n`,
+            ),
+        });
         process.stdout.write(applied.length === 0 ? 'schema is up to date\n' : `applied: ${applied.join(', ')}\n`);
       } finally {
         await db.close();

@@ -1,6 +1,6 @@
 import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
 import { isPostgresUrl, openDatabase, type Db, type OpenOptions } from './database.js';
-import { unboundedOnServer } from './migration-dialect.js';
+import { boundedLockWaits } from './migration-dialect.js';
 import { initial } from './migrations/0001-initial.js';
 import { hashStore } from './migrations/0002-hash-store.js';
 import { ca } from './migrations/0003-ca.js';
@@ -57,18 +57,43 @@ function migrations(db: Db): Record<string, Migration> {
 }
 
 /**
+ * How a migration on PostgreSQL waits for the locks of the tables it changes. A lock asked for
+ * queues every later statement on its table behind it, so a migration that waited for an old
+ * transaction (a report's, a session left `idle in transaction`) held the service's traffic on
+ * that table as long, during an upgrade while running. Each wait is bounded instead: past it the
+ * migrations' transaction is rolled back, and tried again after a pause in which that traffic
+ * runs, up to `attempts` times.
+ */
+export interface LockWaits {
+  /** The longest one wait for a lock may take (the transaction's `lock_timeout`). */
+  readonly waitMs: number;
+  /** The pause before the next attempt, jittered ±50 % so as not to meet the same periodic work. */
+  readonly pauseMs: number;
+  readonly attempts: number;
+}
+
+/** About five minutes of attempts, each holding traffic at most 2 s. */
+export const LOCK_WAITS: LockWaits = { waitMs: 2_000, pauseMs: 3_000, attempts: 60 };
+
+export interface MigrateOptions {
+  readonly lockWaits?: LockWaits;
+  /** Told of each attempt whose wait for a lock ran out, before the pause. */
+  readonly onLockWait?: (wait: { migration: string; attempt: number; attempts: number }) => void;
+}
+
+/**
  * Brings the schema to the latest version. Safe to run from several processes at once
  * (Kysely takes a lock). Throws with the failing migration's name on error.
  */
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  if (db.dialect !== 'sqlite') return migrateWithRetries(db);
+export async function migrateToLatest(db: Db, options: MigrateOptions = {}): Promise<string[]> {
+  if (db.dialect !== 'sqlite') return migrateWithRetries(db, options);
   // A migration may rewrite a whole table in one statement: its statement journal spills to a
   // temporary file, not to memory as the service's short statements do (database.ts), and the
   // connection's own setting comes back after.
   const { rows } = await sql<{ temp_store: number }>`PRAGMA temp_store`.execute(db.kysely);
   await sql`PRAGMA temp_store = FILE`.execute(db.kysely);
   try {
-    return await migrateWithRetries(db);
+    return await migrateWithRetries(db, options);
   } finally {
     await sql`PRAGMA temp_store = ${sql.raw(String(rows[0]?.temp_store ?? 0))}`.execute(db.kysely);
   }
@@ -81,11 +106,11 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
  * may rewrite a large table, or wait for another process's migration to finish. Then the
  * service's pool opens with `queryTimeoutMs`.
  */
-export async function openMigrated(options: OpenOptions): Promise<Db> {
+export async function openMigrated(options: OpenOptions, migrate: MigrateOptions = {}): Promise<Db> {
   if (isPostgresUrl(options.url)) {
     const migrating = await openDatabase({ ...options, migrating: true });
     try {
-      await migrateToLatest(migrating);
+      await migrateToLatest(migrating, migrate);
     } finally {
       await migrating.close();
     }
@@ -93,7 +118,7 @@ export async function openMigrated(options: OpenOptions): Promise<Db> {
   }
   const db = await openDatabase(options);
   try {
-    await migrateToLatest(db);
+    await migrateToLatest(db, migrate);
   } catch (e) {
     await db.close();
     throw e;
@@ -101,32 +126,58 @@ export async function openMigrated(options: OpenOptions): Promise<Db> {
   return db;
 }
 
-async function migrateWithRetries(db: Db): Promise<string[]> {
-  // Kysely's migration lock is a no-op on SQLite: two processes starting on a fresh file race. A
-  // loser that read the migration list before the winner committed fails on the winner's change
-  // (a table or column that exists, the file locked); retry until there is nothing left to do.
-  // What an attempt applied before it failed stays applied (on SQLite each migration commits on
-  // its own), so the report names it with what the later attempts apply.
+async function migrateWithRetries(db: Db, options: MigrateOptions): Promise<string[]> {
+  const lockWaits = options.lockWaits ?? LOCK_WAITS;
   const applied: string[] = [];
+  let lockAttempt = 0;
   for (let attempt = 1; ; attempt++) {
-    const run = await migrateOnce(db);
+    const run = await migrateOnce(db, lockWaits.waitMs);
     applied.push(...run.applied);
     if (run.error === undefined) return applied;
+    if (db.dialect === 'postgres') {
+      // Only a migration's own wait is tried again: Kysely's lock is waited for as long as the
+      // migrations holding it take (migration-dialect.ts).
+      if (run.failed === undefined || !lockNotAvailable(run.error.cause)) throw run.error;
+      lockAttempt++;
+      if (lockAttempt >= lockWaits.attempts)
+        throw new Error(
+          `migration ${run.failed} could not take the locks it needs: other transactions held them past ${lockWaits.waitMs} ms ` +
+            `at each of ${lockAttempt} attempts. Look for long transactions (pg_stat_activity: 'idle in transaction', ` +
+            `long queries), end them, and migrate again`,
+          { cause: run.error.cause },
+        );
+      options.onLockWait?.({ migration: run.failed, attempt: lockAttempt, attempts: lockWaits.attempts });
+      await new Promise((resolve) => setTimeout(resolve, lockWaits.pauseMs * (0.5 + Math.random())));
+      continue;
+    }
+    // Kysely's migration lock is a no-op on SQLite: two processes starting on a fresh file race. A
+    // loser that read the migration list before the winner committed fails on the winner's change
+    // (a table or column that exists, the file locked); retry until there is nothing left to do.
+    // What an attempt applied before it failed stays applied (on SQLite each migration commits on
+    // its own), so the report names it with what the later attempts apply.
     const text = String(run.error.cause ?? run.error);
-    const raced =
-      db.dialect === 'sqlite' && /SQLITE_BUSY|database is locked|already exists|duplicate column name/.test(text);
-    if (!raced || attempt >= 20) throw run.error;
+    if (!/SQLITE_BUSY|database is locked|already exists|duplicate column name/.test(text) || attempt >= 20)
+      throw run.error;
     await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
   }
 }
 
-/** One run of Kysely's migrator: the migrations it applied, and the error it stopped at, if any. */
-async function migrateOnce(db: Db): Promise<{ applied: string[]; error?: Error }> {
+/** PostgreSQL's lock_not_available: a wait for a lock ran past `lock_timeout`. */
+function lockNotAvailable(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '55P03';
+}
+
+/**
+ * One run of Kysely's migrator: the migrations it applied, and the error it stopped at with the
+ * migration that failed, if any. On PostgreSQL the migrations run in one transaction, so a failed
+ * run applied none.
+ */
+async function migrateOnce(db: Db, lockWaitMs: number): Promise<{ applied: string[]; error?: Error; failed?: string }> {
   const provider: MigrationProvider = {
     getMigrations: async () => {
       const all = migrations(db);
       if (db.dialect !== 'postgres') return all;
-      return Object.fromEntries(Object.entries(all).map(([name, m]) => [name, unboundedOnServer(m)]));
+      return Object.fromEntries(Object.entries(all).map(([name, m]) => [name, boundedLockWaits(m, lockWaitMs)]));
     },
   };
   // Kysely looks for its bookkeeping tables in any schema unless told which: name ours, so that
@@ -137,11 +188,12 @@ async function migrateOnce(db: Db): Promise<{ applied: string[]; error?: Error }
     ...(db.dialect === 'postgres' && db.schema !== undefined ? { migrationTableSchema: db.schema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();
-  const applied = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  if (error === undefined) return { applied };
-  const failed = results?.find((r) => r.status === 'Error');
+  const succeeded = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  if (error === undefined) return { applied: succeeded };
+  const failed = results?.find((r) => r.status === 'Error')?.migrationName;
   return {
-    applied,
-    error: new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(error)}`, { cause: error }),
+    applied: db.dialect === 'postgres' ? [] : succeeded,
+    error: new Error(`migration ${failed ?? '(unknown)'} failed: ${String(error)}`, { cause: error }),
+    ...(failed === undefined ? {} : { failed }),
   };
 }

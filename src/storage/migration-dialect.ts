@@ -1,9 +1,10 @@
-// What lets migrations on PostgreSQL wait as long as they take (`openDatabase` with `migrating`):
-// a deployment may give the service's sessions bounds on the server (`ALTER ROLE … SET
-// statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout`, as
+// What lets migrations on PostgreSQL take as long as their work takes (`openDatabase` with
+// `migrating`): a deployment may give the service's sessions bounds on the server (`ALTER ROLE …
+// SET statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout`, as
 // docs/operations.md advises), and a migration may wait for another process's migration lock, or
-// rewrite a large table. Each setting is lifted for one transaction only (`set_config` with
-// is_local), so a pooler in transaction mode carries it to no other session.
+// rewrite a large table. Each setting is set for one transaction only (`set_config` with
+// is_local), so a pooler in transaction mode carries it to no other session. The one bound a
+// migration keeps is on waiting for a table's lock (`migrate.ts`, `LockWaits`).
 import { PostgresAdapter, PostgresDialect, sql, type DialectAdapter, type Kysely, type Migration } from 'kysely';
 
 /** Kysely's migration lock on PostgreSQL (its PostgresAdapter's; not exported). */
@@ -35,12 +36,15 @@ export class MigrationPostgresDialect extends PostgresDialect {
   }
 }
 
-/** `migration`, run with no bound on the server: Kysely runs the migrations in one transaction. */
-export function unboundedOnServer(migration: Migration): Migration {
+/**
+ * `migration`, run with no bound on the server but `lockWaitMs` on each wait for a lock: Kysely
+ * runs the migrations in one transaction.
+ */
+export function boundedLockWaits(migration: Migration, lockWaitMs: number): Migration {
   return {
     ...migration,
     up: async (db) => {
-      await unbounded('0').execute(db);
+      await unbounded(`${lockWaitMs}ms`).execute(db);
       await migration.up(db);
     },
   };

@@ -1,0 +1,132 @@
+// A migration on PostgreSQL waits for a table's lock a bounded time (`LockWaits`): the lock it
+// asks for queues every later statement on that table, so a migration waiting for an old
+// transaction held the service's traffic as long. Past the bound its transaction rolls back and
+// tries again after a pause, in which the traffic runs; it gives up, having applied nothing,
+// after its attempts. The migration here is 0024, taken back from a migrated database: it indexes
+// five tables in one transaction, the last one sign_in_failures.
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openPostgres, waitUntilBlockedBy } from '../../test/support/databases.js';
+import { openDatabase, type Db } from './database.js';
+import { migrateToLatest, type LockWaits } from './migrate.js';
+
+const url = process.env.CERTDESK_TEST_DATABASE_URL;
+if (url === undefined || url === '')
+  console.warn('migration lock waits not tested: they are PostgreSQL only and CERTDESK_TEST_DATABASE_URL is not set');
+
+const INDEXES = [
+  'dcv_values_expiry',
+  'oauth_codes_expiry',
+  'web_sessions_expiry',
+  'operator_sessions_expiry',
+  'sign_in_failures_updated',
+];
+
+describe.skipIf(url === undefined || url === '')('migration lock waits on PostgreSQL', () => {
+  let db: Db;
+  let dbUrl: string;
+  let migrating: Db;
+  let old: pg.Client;
+  beforeEach(async () => {
+    db = await openPostgres(url!);
+    dbUrl = db.url!;
+    await sql`DELETE FROM kysely_migration WHERE name = '0024-expiry-indexes'`.execute(db.kysely);
+    for (const index of INDEXES) await sql`DROP INDEX ${sql.id(index)}`.execute(db.kysely);
+    migrating = await openDatabase({ url: dbUrl, migrating: true, poolSize: 2 });
+    // An old transaction that wrote to sign_in_failures and has not ended (a session left idle in transaction).
+    old = new pg.Client({ connectionString: dbUrl });
+    await old.connect();
+    await old.query('BEGIN; LOCK TABLE sign_in_failures IN ROW EXCLUSIVE MODE');
+  });
+  afterEach(async () => {
+    await old?.end();
+    await migrating?.close();
+    await db?.close();
+  });
+
+  const indexes = async () =>
+    (
+      await sql<{
+        name: string;
+      }>`SELECT indexname AS name FROM pg_indexes WHERE indexname IN (${sql.join(INDEXES)})`.execute(db.kysely)
+    ).rows.map((r) => r.name);
+  const oldPid = async () => (await old.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+
+  it('ok/writes to the table pass while the migration waits; it is applied once the old transaction ends', async () => {
+    const waits: { migration: string; attempt: number; attempts: number }[] = [];
+    let waited!: () => void;
+    const firstWait = new Promise<void>((resolve) => (waited = resolve));
+    const lockWaits: LockWaits = { waitMs: 200, pauseMs: 200, attempts: 1_000 };
+    const migrated = migrateToLatest(migrating, {
+      lockWaits,
+      onLockWait: (w) => {
+        waits.push(w);
+        waited();
+      },
+    });
+    void migrated.catch(() => undefined); // awaited below; a failed assertion before must not leave it unheard
+    try {
+      await waitUntilBlockedBy(db, await oldPid());
+      // A write of the service, on a connection of its own. Without the bound it queued behind the
+      // migration's lock request until the old transaction ended.
+      const writer = new pg.Client({ connectionString: dbUrl });
+      await writer.connect();
+      try {
+        const wrote = writer
+          .query('BEGIN; LOCK TABLE sign_in_failures IN ROW EXCLUSIVE MODE; COMMIT')
+          .then(() => 'wrote');
+        const held = new Promise((resolve) => setTimeout(() => resolve('held for 20 s'), 20_000).unref());
+        expect(await Promise.race([wrote, held])).toBe('wrote');
+      } finally {
+        await writer.end();
+      }
+      await firstWait;
+      expect(waits[0]).toEqual({ migration: '0024-expiry-indexes', attempt: 1, attempts: 1_000 });
+      expect(await indexes()).toEqual([]);
+    } finally {
+      await old.query('COMMIT');
+    }
+    expect(await migrated).toEqual(['0024-expiry-indexes']);
+    expect((await indexes()).sort()).toEqual([...INDEXES].sort());
+    // The lock is Kysely's again for the next process, which finds nothing to do.
+    expect(await migrateToLatest(migrating)).toEqual([]);
+  });
+
+  it('fail/a transaction that never ends: the migration gives up after its attempts, naming itself, having applied nothing', async () => {
+    const waits: number[] = [];
+    const failed = await migrateToLatest(migrating, {
+      lockWaits: { waitMs: 100, pauseMs: 50, attempts: 3 },
+      onLockWait: (w) => waits.push(w.attempt),
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(String(failed)).toMatch(
+      /migration 0024-expiry-indexes could not take the locks it needs: other transactions held them past 100 ms at each of 3 attempts/,
+    );
+    expect(((failed as Error).cause as { code?: string }).code).toBe('55P03');
+    expect(waits).toEqual([1, 2]);
+    // The four indexes made before the wait went with the transaction.
+    expect(await indexes()).toEqual([]);
+    const { rows } = await sql`SELECT name FROM kysely_migration WHERE name = '0024-expiry-indexes'`.execute(db.kysely);
+    expect(rows).toEqual([]);
+    // The old transaction was never disturbed.
+    expect((await old.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+
+  it('fail/another failure of a migration is not tried again', async () => {
+    // An index of that name already there: a failure of the migration's own, not a wait.
+    await old.query('COMMIT');
+    await sql`CREATE INDEX sign_in_failures_updated ON sign_in_failures (updated_at)`.execute(db.kysely);
+    const waits: unknown[] = [];
+    await expect(
+      migrateToLatest(migrating, {
+        lockWaits: { waitMs: 100, pauseMs: 50, attempts: 3 },
+        onLockWait: (w) => waits.push(w),
+      }),
+    ).rejects.toThrow(/migration 0024-expiry-indexes failed: .*already exists/);
+    expect(waits).toEqual([]);
+    expect(await indexes()).toEqual(['sign_in_failures_updated']);
+  });
+});

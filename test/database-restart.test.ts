@@ -136,7 +136,7 @@ describe.skipIf(PG === undefined || PG === '')('PostgreSQL restarting under an a
     ]);
   }, 240_000);
 
-  it('a path gone silent (no FIN, no RST): /readyz says so within its probe bound and an order gets 503 within the bound on an answer, never a 500; once it carries again, the order sent again is placed once', async () => {
+  it('a path gone silent (no FIN, no RST): /readyz says so within its probe bound and an order gets 503 within the bounds (on an answer, or on a new connection), never a 500; once it carries again, the order sent again is placed once', async () => {
     const [port] = await freePorts(1);
     const base = `http://127.0.0.1:${port!}`;
     const api = certdesk(
@@ -176,14 +176,13 @@ describe.skipIf(PG === undefined || PG === '')('PostgreSQL restarting under an a
       const refused = await order();
       expect(refused.status).toBe(503);
       expect(refused.headers.get('retry-after')).toBe('5');
-      expect(await refused.json()).toMatchObject({
-        success: false,
-        ErrorId: -1503,
-        Message: 'The database did not answer in time. Try again shortly.',
-      });
+      // On a pooled connection the answer is overdue; once one was (the probe's, most likely), the
+      // pool closes the rest idle since and opens new ones, which the connect timeout bounds.
+      const body = (await refused.json()) as { success: boolean; ErrorId: number; Message: string };
+      expect(body).toMatchObject({ success: false, ErrorId: -1503 });
+      expect(body.Message).toMatch(/^The database (did not answer in time|cannot be reached)\. Try again shortly\.$/);
 
-      // It carries again. Each pooled connection that went silent is dropped when a statement on it
-      // is overdue: a client sends again, as Retry-After says, until it is placed.
+      // It carries again: a client sends again, as Retry-After says, until it is placed.
       relay.blackholeNew = false;
       const statuses: number[] = [];
       await vi.waitFor(

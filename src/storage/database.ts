@@ -18,7 +18,7 @@ import type { DB } from './schema.js';
 import { checkpointsAside } from './sqlite-checkpoints.js';
 import { commitMarks, sharedMarks } from './sqlite-commits.js';
 import { MigrationPostgresDialect } from './migration-dialect.js';
-import { CANCEL_GRACE_MS } from './pg-overdue.js';
+import { CANCEL_GRACE_MS, handingOutHeard } from './pg-overdue.js';
 import { connectionLost } from './unavailable.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -205,9 +205,8 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
-    // A new connection costs a handshake and then preparing each statement again (`preparing`):
-    // pg's default drops a connection after 10 s idle, so traffic that comes in bursts a minute
-    // apart paid both on every burst. An idle connection does not keep the process alive.
+    // A new connection costs a handshake and preparing each statement again (`preparing`): pg's
+    // default (10 s idle) made bursts a minute apart pay both. Idle, it keeps no process alive.
     idleTimeoutMillis: IDLE_CONNECTION_MS,
     allowExitOnIdle: true,
     // Then it fails as unreachable: a 503 for the caller (unavailable.ts), not a request held.
@@ -224,8 +223,9 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     ...(schema === undefined ? {} : { options: `-c search_path="${schema}"` }),
   });
   pool.on('error', options.onConnectionError ?? (() => undefined));
+  const paths = handingOutHeard(pool); // none idle since a path was found silent
   pool.on('connect', (client) => {
-    sendingLater(client, options.prepared !== false ? statementNames : undefined, bound);
+    sendingLater(client, options.prepared !== false ? statementNames : undefined, bound, paths);
     // A connection lost while in use (a restart, a failover, a cut network): its statements fail
     // and their callers see it, and the pool drops it when it comes back. pg also emits 'error' on
     // the client, which the pool listens to only while the client is idle: unheard, it would end

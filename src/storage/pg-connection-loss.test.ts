@@ -166,4 +166,28 @@ describe.skipIf(url === undefined || url === '')('a PostgreSQL server behind a p
       await db.close();
     }
   });
+  it('fail/a path gone silent under idle connections (a NAT that forgot its flows, a failover): one statement waits out the bound, and the pool closes the others idle since rather than hand each out to wait it out in turn', async () => {
+    const through = new URL(scratch.url);
+    through.host = relay.host;
+    const db = await openDatabase({ url: through.toString(), poolSize: 3, queryTimeoutMs: 500 });
+    try {
+      const pid = async () =>
+        (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid, pg_sleep(0.2)`.execute(db.kysely)).rows[0]!.pid;
+      // Three connections, each used and idle in the pool.
+      const idle = new Set(await Promise.all([pid(), pid(), pid()]));
+      expect(idle.size).toBe(3);
+      relay.forgetFlows();
+
+      const e = await sql`SELECT 1`.execute(db.kysely).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(databaseUnavailable(e)).toBe('The database did not answer in time.');
+      // Without the pool's memory of the loss, each of these waited out the bound on an idle connection and failed.
+      const next = [await pid(), await pid()];
+      for (const p of next) expect(idle.has(p)).toBe(false);
+    } finally {
+      await db.close();
+    }
+  });
 });

@@ -15,7 +15,7 @@ import {
   type LaterWrite,
 } from './later-statements.js';
 import { memoised } from './memo.js';
-import { answeredInTime } from './pg-overdue.js';
+import { answeredInTime, type SilentPaths } from './pg-overdue.js';
 import { CommitNotSent, connectionLost, notSent } from './unavailable.js';
 
 /**
@@ -175,11 +175,16 @@ const answered = (command: string): pg.QueryResult => ({ command, rowCount: null
  * that its caller did not await before the commit would be held past it, and dropped by the
  * connection's next BEGIN: the callers await each write.
  */
-export function sendingLater(client: pg.PoolClient, names: StatementNames | undefined, cancelAfterMs = 0): void {
+export function sendingLater(
+  client: pg.PoolClient,
+  names: StatementNames | undefined,
+  cancelAfterMs = 0,
+  paths?: SilentPaths,
+): void {
   const stream = (
     client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void; destroyed?: boolean } } }
   ).connection?.stream;
-  const query = answeredInTime(client, client.query.bind(client) as Query, stream, cancelAfterMs);
+  const query = answeredInTime(client, client.query.bind(client) as Query, stream, cancelAfterMs, paths);
   const send: Send = names === undefined ? (text, values) => query(text, values) : preparing(client, query, names);
   /** A BEGIN not sent yet: the transaction has sent nothing so far. */
   let begin: string | undefined;

@@ -46,6 +46,56 @@ function sweep(): void {
 }
 
 /**
+ * When each connection of a pool was last heard from, and since when a path of the pool has been
+ * known silent. A connection dropped for lost (no answer, not even to the cancel) most likely
+ * shares its fate with every connection idle in the pool since its statement was written: a NAT
+ * or load balancer that forgot its flows, a failover whose old server vanished without a word.
+ * Handed out, each of those cost a request the whole bound and the grace in turn, up to the
+ * pool's size; `handingOutHeard` closes them instead, and the pool opens new ones.
+ */
+export class SilentPaths {
+  #since = Number.NEGATIVE_INFINITY;
+  readonly #heard = new WeakMap<pg.PoolClient, number>();
+
+  /** `client` connected, or was answered. */
+  heard(client: pg.PoolClient): void {
+    this.#heard.set(client, performance.now());
+  }
+
+  /** A statement written at `written` (performance.now()) was never answered, and its connection dropped. */
+  lost(written: number): void {
+    if (written > this.#since) this.#since = written;
+  }
+
+  /** Not heard from since a statement of the pool went unanswered. */
+  suspect(client: pg.PoolClient): boolean {
+    return (this.#heard.get(client) ?? Number.NEGATIVE_INFINITY) < this.#since;
+  }
+}
+
+/**
+ * `pool`, whose `connect` hands out only connections heard from since the pool last lost one
+ * (the SilentPaths returned, for its connections' statements to report to): it closes the others
+ * as it meets them, and the pool opens new ones. One comparison per checkout.
+ */
+export function handingOutHeard(pool: pg.Pool): SilentPaths {
+  const paths = new SilentPaths();
+  const connect = pool.connect.bind(pool);
+  pool.connect = ((...args: unknown[]) => {
+    // pg's own callback form (pool.query), which the service does not use, is left as it is.
+    if (args.length > 0) return (connect as (...a: unknown[]) => unknown)(...args);
+    return (async () => {
+      for (;;) {
+        const client = await connect();
+        if (!paths.suspect(client)) return client;
+        client.release(true);
+      }
+    })();
+  }) as typeof pool.connect;
+  return paths;
+}
+
+/**
  * `query`, whose statements are cancelled on the server once `cancelAfterMs` have passed without
  * their answer (0: never), and whose failure for an answer overdue past the grace is reported
  * only once pg has closed the connection it dropped.
@@ -66,7 +116,9 @@ export function answeredInTime(
   query: Query,
   stream: { destroyed?: boolean } | undefined,
   cancelAfterMs: number,
+  paths?: SilentPaths,
 ): Query {
+  paths?.heard(client);
   const closed = new Promise<void>((resolve) => client.once('end', () => resolve()));
   const w: Waiting = { client, cancelAfterMs, written: [], cancelled: -1 };
   // A connection answers its statements in the order they were written (pipelined or not).
@@ -77,24 +129,34 @@ export function answeredInTime(
   return (...args) => {
     const answer = query(...args);
     if (!(answer instanceof Promise)) return answer;
+    const written = performance.now();
     if (cancelAfterMs > 0) {
-      w.written.push(performance.now());
+      w.written.push(written);
       waiting.add(w);
       sweeper ??= setInterval(sweep, SWEEP_MS).unref();
     }
     return answer.then(
       (result) => {
         if (cancelAfterMs > 0) answered();
+        paths?.heard(client);
         return result;
       },
       async (e: unknown) => {
         if (cancelAfterMs > 0) answered();
         // Not destroyed: pg gave up on a statement it had not written yet, and the connection is sound.
-        if (tooSlow(e) && stream?.destroyed === true) await closed;
+        if (tooSlow(e) && stream?.destroyed === true) {
+          paths?.lost(written);
+          await closed;
+        } else if (fromServer(e)) paths?.heard(client);
         throw e;
       },
     );
   };
+}
+
+/** An error the server sent (pg's DatabaseError): the path carried its answer. */
+function fromServer(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && typeof (e as { severity?: unknown }).severity === 'string';
 }
 
 /**

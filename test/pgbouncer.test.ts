@@ -197,4 +197,51 @@ describe.skipIf(missing !== undefined)('behind PgBouncer in transaction mode', (
       await db.close();
     }
   });
+  it('ok/migrations through the pooler while its server connections are busy with other clients: no migration lock is left held, and a process starting after is not kept waiting', async () => {
+    const direct = new pg.Client({ connectionString: scratch.url });
+    await direct.connect();
+    const others = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        return c;
+      }),
+    );
+    let busy = true;
+    try {
+      // The last migration taken back, so that there is one to apply.
+      await direct.query(`DELETE FROM kysely_migration WHERE name = '0024-expiry-indexes'`);
+      for (const index of ['dcv_values_expiry', 'oauth_codes_expiry', 'web_sessions_expiry'])
+        await direct.query(`DROP INDEX ${index}`);
+      for (const index of ['operator_sessions_expiry', 'sign_in_failures_updated'])
+        await direct.query(`DROP INDEX ${index}`);
+      // Other processes' traffic: each transaction may land on any server connection.
+      const traffic = others.map(async (c) => {
+        while (busy) await c.query('BEGIN; SELECT pg_sleep(0.002); COMMIT');
+      });
+      const migrating = await openDatabase({ url, prepared: false, migrating: true, poolSize: 3 });
+      try {
+        expect(await migrateToLatest(migrating)).toEqual(['0024-expiry-indexes']);
+      } finally {
+        await migrating.close();
+      }
+      busy = false;
+      await Promise.all(traffic);
+      const { rows } = await direct.query<{ pid: number }>(
+        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      );
+      expect(rows).toEqual([]);
+      // A second process finds nothing to do, at once (a lock left held would keep it up to an hour).
+      const next = await openDatabase({ url, prepared: false, migrating: true, poolSize: 3 });
+      try {
+        expect(await migrateToLatest(next)).toEqual([]);
+      } finally {
+        await next.close();
+      }
+    } finally {
+      busy = false;
+      for (const c of others) await c.end();
+      await direct.end();
+    }
+  }, 60_000);
 });

@@ -17,7 +17,6 @@ import { isReplannedStatement, sendingLater, statementNames, transactionIdQuerie
 import type { DB } from './schema.js';
 import { checkpointsAside } from './sqlite-checkpoints.js';
 import { commitMarks, sharedMarks } from './sqlite-commits.js';
-import { MigrationPostgresDialect } from './migration-dialect.js';
 import { CANCEL_GRACE_MS, handingOutHeard } from './pg-overdue.js';
 import { connectionLost } from './unavailable.js';
 
@@ -71,7 +70,7 @@ export interface OpenOptions {
    * lost (QUERY_TIMEOUT_MS); 0 = as long as TCP takes. Migrations run without it (`migrating`).
    */
   readonly queryTimeoutMs?: number;
-  /** For migrations (`openMigrated`, `certdesk migrate`): no bound on an answer, none on the server either. */
+  /** For migrations (`openMigrated`, `certdesk migrate`): no bound on an answer (the server's: `pg-migrations.ts`). */
   readonly migrating?: boolean;
   /**
    * Called when an idle PostgreSQL connection fails (server restart, network cut). The pool drops
@@ -233,7 +232,7 @@ async function openPostgres(options: OpenOptions): Promise<Db> {
     client.on('error', () => undefined);
   });
   const kysely = new Kysely<DB>({
-    dialect: new (options.migrating === true ? MigrationPostgresDialect : PostgresDialect)({ pool }),
+    dialect: new PostgresDialect({ pool }),
   });
   return {
     kysely,

@@ -1,6 +1,6 @@
 import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
 import { isPostgresUrl, openDatabase, type Db, type OpenOptions } from './database.js';
-import { boundedLockWaits } from './migration-dialect.js';
+import { LOCK_WAITS, migratePostgres, type LockWait, type LockWaits } from './pg-migrations.js';
 import { initial } from './migrations/0001-initial.js';
 import { hashStore } from './migrations/0002-hash-store.js';
 import { ca } from './migrations/0003-ca.js';
@@ -56,44 +56,29 @@ function migrations(db: Db): Record<string, Migration> {
   };
 }
 
-/**
- * How a migration on PostgreSQL waits for the locks of the tables it changes. A lock asked for
- * queues every later statement on its table behind it, so a migration that waited for an old
- * transaction (a report's, a session left `idle in transaction`) held the service's traffic on
- * that table as long, during an upgrade while running. Each wait is bounded instead: past it the
- * migrations' transaction is rolled back, and tried again after a pause in which that traffic
- * runs, up to `attempts` times.
- */
-export interface LockWaits {
-  /** The longest one wait for a lock may take (the transaction's `lock_timeout`). */
-  readonly waitMs: number;
-  /** The pause before the next attempt, jittered ±50 % so as not to meet the same periodic work. */
-  readonly pauseMs: number;
-  readonly attempts: number;
-}
-
-/** About five minutes of attempts, each holding traffic at most 2 s. */
-export const LOCK_WAITS: LockWaits = { waitMs: 2_000, pauseMs: 3_000, attempts: 60 };
+export { LOCK_WAITS, type LockWait, type LockWaits } from './pg-migrations.js';
 
 export interface MigrateOptions {
+  /** PostgreSQL: how a migration waits for a table's lock (`pg-migrations.ts`). */
   readonly lockWaits?: LockWaits;
-  /** Told of each attempt whose wait for a lock ran out, before the pause. */
-  readonly onLockWait?: (wait: { migration: string; attempt: number; attempts: number }) => void;
+  /** PostgreSQL: told of each attempt whose wait for a lock ran out, before the pause. */
+  readonly onLockWait?: (wait: LockWait) => void;
 }
 
 /**
- * Brings the schema to the latest version. Safe to run from several processes at once
- * (Kysely takes a lock). Throws with the failing migration's name on error.
+ * Brings the schema to the latest version. Safe to run from several processes at once (a lock on
+ * PostgreSQL; retries on SQLite). Throws with the failing migration's name on error.
  */
 export async function migrateToLatest(db: Db, options: MigrateOptions = {}): Promise<string[]> {
-  if (db.dialect !== 'sqlite') return migrateWithRetries(db, options);
+  if (db.dialect === 'postgres')
+    return migratePostgres(db, migrations(db), options.lockWaits ?? LOCK_WAITS, options.onLockWait);
   // A migration may rewrite a whole table in one statement: its statement journal spills to a
   // temporary file, not to memory as the service's short statements do (database.ts), and the
   // connection's own setting comes back after.
   const { rows } = await sql<{ temp_store: number }>`PRAGMA temp_store`.execute(db.kysely);
   await sql`PRAGMA temp_store = FILE`.execute(db.kysely);
   try {
-    return await migrateWithRetries(db, options);
+    return await migrateWithRetries(db);
   } finally {
     await sql`PRAGMA temp_store = ${sql.raw(String(rows[0]?.temp_store ?? 0))}`.execute(db.kysely);
   }
@@ -126,35 +111,17 @@ export async function openMigrated(options: OpenOptions, migrate: MigrateOptions
   return db;
 }
 
-async function migrateWithRetries(db: Db, options: MigrateOptions): Promise<string[]> {
-  const lockWaits = options.lockWaits ?? LOCK_WAITS;
+async function migrateWithRetries(db: Db): Promise<string[]> {
+  // Kysely's migration lock is a no-op on SQLite: two processes starting on a fresh file race. A
+  // loser that read the migration list before the winner committed fails on the winner's change
+  // (a table or column that exists, the file locked); retry until there is nothing left to do.
+  // What an attempt applied before it failed stays applied (on SQLite each migration commits on
+  // its own), so the report names it with what the later attempts apply.
   const applied: string[] = [];
-  let lockAttempt = 0;
   for (let attempt = 1; ; attempt++) {
-    const run = await migrateOnce(db, lockWaits.waitMs);
+    const run = await migrateOnce(db);
     applied.push(...run.applied);
     if (run.error === undefined) return applied;
-    if (db.dialect === 'postgres') {
-      // Only a migration's own wait is tried again: Kysely's lock is waited for as long as the
-      // migrations holding it take (migration-dialect.ts).
-      if (run.failed === undefined || !lockNotAvailable(run.error.cause)) throw run.error;
-      lockAttempt++;
-      if (lockAttempt >= lockWaits.attempts)
-        throw new Error(
-          `migration ${run.failed} could not take the locks it needs: other transactions held them past ${lockWaits.waitMs} ms ` +
-            `at each of ${lockAttempt} attempts. Look for long transactions (pg_stat_activity: 'idle in transaction', ` +
-            `long queries), end them, and migrate again`,
-          { cause: run.error.cause },
-        );
-      options.onLockWait?.({ migration: run.failed, attempt: lockAttempt, attempts: lockWaits.attempts });
-      await new Promise((resolve) => setTimeout(resolve, lockWaits.pauseMs * (0.5 + Math.random())));
-      continue;
-    }
-    // Kysely's migration lock is a no-op on SQLite: two processes starting on a fresh file race. A
-    // loser that read the migration list before the winner committed fails on the winner's change
-    // (a table or column that exists, the file locked); retry until there is nothing left to do.
-    // What an attempt applied before it failed stays applied (on SQLite each migration commits on
-    // its own), so the report names it with what the later attempts apply.
     const text = String(run.error.cause ?? run.error);
     if (!/SQLITE_BUSY|database is locked|already exists|duplicate column name/.test(text) || attempt >= 20)
       throw run.error;
@@ -162,38 +129,16 @@ async function migrateWithRetries(db: Db, options: MigrateOptions): Promise<stri
   }
 }
 
-/** PostgreSQL's lock_not_available: a wait for a lock ran past `lock_timeout`. */
-function lockNotAvailable(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '55P03';
-}
-
-/**
- * One run of Kysely's migrator: the migrations it applied, and the error it stopped at with the
- * migration that failed, if any. On PostgreSQL the migrations run in one transaction, so a failed
- * run applied none.
- */
-async function migrateOnce(db: Db, lockWaitMs: number): Promise<{ applied: string[]; error?: Error; failed?: string }> {
-  const provider: MigrationProvider = {
-    getMigrations: async () => {
-      const all = migrations(db);
-      if (db.dialect !== 'postgres') return all;
-      return Object.fromEntries(Object.entries(all).map(([name, m]) => [name, boundedLockWaits(m, lockWaitMs)]));
-    },
-  };
-  // Kysely looks for its bookkeeping tables in any schema unless told which: name ours, so that
-  // databases in separate schemas of one PostgreSQL (tests) never see each other's.
-  const migrator = new Migrator({
-    db: db.kysely,
-    provider,
-    ...(db.dialect === 'postgres' && db.schema !== undefined ? { migrationTableSchema: db.schema } : {}),
-  });
-  const { error, results } = await migrator.migrateToLatest();
-  const succeeded = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  if (error === undefined) return { applied: succeeded };
-  const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+/** One run of Kysely's migrator (SQLite): the migrations it applied, and the error it stopped at, if any. */
+async function migrateOnce(db: Db): Promise<{ applied: string[]; error?: Error }> {
+  const all = migrations(db);
+  const provider: MigrationProvider = { getMigrations: async () => all };
+  const { error, results } = await new Migrator({ db: db.kysely, provider }).migrateToLatest();
+  const applied = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  if (error === undefined) return { applied };
+  const failed = results?.find((r) => r.status === 'Error');
   return {
-    applied: db.dialect === 'postgres' ? [] : succeeded,
-    error: new Error(`migration ${failed ?? '(unknown)'} failed: ${String(error)}`, { cause: error }),
-    ...(failed === undefined ? {} : { failed }),
+    applied,
+    error: new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(error)}`, { cause: error }),
   };
 }

@@ -129,4 +129,62 @@ describe.skipIf(url === undefined || url === '')('migration lock waits on Postgr
     expect(waits).toEqual([]);
     expect(await indexes()).toEqual(['sign_in_failures_updated']);
   });
+  it('ok/a second process migrating at once waits for the first rather than filling its pauses with attempts of its own', async () => {
+    const second = await openDatabase({ url: dbUrl, migrating: true, poolSize: 2 });
+    try {
+      const waits: string[] = [];
+      let waited!: () => void;
+      const firstWait = new Promise<void>((resolve) => (waited = resolve));
+      const lockWaits: LockWaits = { waitMs: 100, pauseMs: 300, attempts: 1_000 };
+      const a = migrateToLatest(migrating, {
+        lockWaits,
+        onLockWait: () => {
+          waits.push('a');
+          waited();
+        },
+      });
+      void a.catch(() => undefined);
+      await firstWait;
+      const b = migrateToLatest(second, { lockWaits, onLockWait: () => waits.push('b') });
+      void b.catch(() => undefined);
+      // Several of a's attempts and pauses pass while b waits.
+      while (waits.length < 4) await new Promise((resolve) => setTimeout(resolve, 50));
+      await old.query('COMMIT');
+      expect(await a).toEqual(['0024-expiry-indexes']);
+      expect(await b).toEqual([]);
+      expect(waits.filter((w) => w === 'b')).toEqual([]);
+    } finally {
+      await old.query('ROLLBACK').catch(() => undefined);
+      await second.close();
+    }
+  });
+
+  it('ok/each migration commits on its own: one applied before a later one waits holds no lock meanwhile, and stays applied if the later one gives up', async () => {
+    // 0023 taken back too: it alters ca_crls (an ACCESS EXCLUSIVE lock), then 0024 waits.
+    await sql`DELETE FROM kysely_migration WHERE name = '0023-crl-entries-digest'`.execute(db.kysely);
+    await sql`ALTER TABLE ca_crls DROP COLUMN entries_sha256`.execute(db.kysely);
+    let waited!: () => void;
+    const firstWait = new Promise<void>((resolve) => (waited = resolve));
+    const migrated = migrateToLatest(migrating, {
+      lockWaits: { waitMs: 100, pauseMs: 100, attempts: 8 },
+      onLockWait: () => waited(),
+    });
+    void migrated.catch(() => undefined);
+    await firstWait;
+    // Read while 0024 retries: in one transaction with 0023 this waited for the whole run.
+    const reader = new pg.Client({ connectionString: dbUrl });
+    await reader.connect();
+    try {
+      const read = reader.query('SELECT count(entries_sha256)::int AS n FROM ca_crls').then((r) => r.rows);
+      const held = new Promise((resolve) => setTimeout(() => resolve('held for 20 s'), 20_000).unref());
+      expect(await Promise.race([read, held])).toEqual([{ n: 0 }]);
+    } finally {
+      await reader.end();
+    }
+    await expect(migrated).rejects.toThrow(/migration 0024-expiry-indexes could not take the locks it needs/);
+    const { rows } = await sql<{ name: string }>`SELECT name FROM kysely_migration WHERE name >= '0023'`.execute(
+      db.kysely,
+    );
+    expect(rows.map((r) => r.name)).toEqual(['0023-crl-entries-digest']);
+  });
 });

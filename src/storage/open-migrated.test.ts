@@ -9,7 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratchPostgresDatabase } from '../../test/support/databases.js';
 import { migrateToLatest, openMigrated } from './migrate.js';
-import { MIGRATION_LOCK_ID } from './migration-dialect.js';
+import { MIGRATION_LOCK_ID } from './pg-migrations.js';
 import { databaseUnavailable } from './unavailable.js';
 
 const url = process.env.CERTDESK_TEST_DATABASE_URL;

@@ -11,6 +11,7 @@ import { expectOverdueWritesCancelled } from '../../test/support/overdue.js';
 import { startTcpRelay, type TcpRelay } from '../../test/support/tcp-relay.js';
 import { CommitOutcomeUnknown } from '../core/index.js';
 import { inTransaction, openDatabase } from './database.js';
+import { handingOutHeard } from './pg-overdue.js';
 import { CommitNotSent, databaseUnavailable, notSent } from './unavailable.js';
 
 const url = process.env.CERTDESK_TEST_DATABASE_URL;
@@ -188,6 +189,31 @@ describe.skipIf(url === undefined || url === '')('a PostgreSQL server behind a p
       for (const p of next) expect(idle.has(p)).toBe(false);
     } finally {
       await db.close();
+    }
+  });
+  it('fail/the connections closed for not heard from are dropped at once, not ended politely: behind a proxy that hangs the goodbye is never answered, and they stayed open', async () => {
+    const hung = await startTcpRelay(new URL(scratch.url), 5432, undefined, undefined, { hungProxy: true });
+    const through = new URL(scratch.url);
+    through.host = hung.host;
+    const pool = new pg.Pool({ connectionString: through.toString(), max: 3 });
+    pool.on('error', () => undefined);
+    const paths = handingOutHeard(pool);
+    pool.on('connect', (client) => paths.heard(client));
+    try {
+      const idle = [await pool.connect(), await pool.connect()];
+      for (const client of idle) client.release();
+      hung.forgetFlows();
+      paths.lost(performance.now());
+      const fresh = await pool.connect();
+      expect(idle).not.toContain(fresh);
+      const streams = idle.map(
+        (c) => (c as unknown as { connection: { stream: { destroyed: boolean } } }).connection.stream,
+      );
+      expect(streams.map((s) => s.destroyed)).toEqual([true, true]);
+      fresh.release();
+    } finally {
+      await pool.end();
+      await hung.close();
     }
   });
 });

@@ -88,6 +88,9 @@ export function handingOutHeard(pool: pg.Pool): SilentPaths {
       for (;;) {
         const client = await connect();
         if (!paths.suspect(client)) return client;
+        // Dropped, not ended politely: on a path that carries nothing pg's goodbye is never
+        // answered, and the socket, and the pool's slot, would wait for TCP to give up.
+        (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
         client.release(true);
       }
     })();

@@ -27,7 +27,7 @@ import { crlEntriesDigest } from './migrations/0023-crl-entries-digest.js';
 import { expiryIndexes } from './migrations/0024-expiry-indexes.js';
 
 /** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
-function migrations(db: Db): Record<string, Migration> {
+export function migrations(db: Db): Record<string, Migration> {
   return {
     '0001-initial': initial(db.dialect),
     '0002-hash-store': hashStore(db.dialect),

@@ -1,27 +1,36 @@
 // Migrations on PostgreSQL, run here rather than by Kysely's Migrator (which runs them on SQLite),
 // in Kysely's bookkeeping table, so that either can read what the other applied:
-// - Each migration commits in a transaction of its own, which takes the migration lock
-//   (`pg_advisory_xact_lock`) first. A transaction's lock ends with it: through a pooler in
-//   transaction mode Kysely's lock (a session's, taken in one statement and released in another)
-//   could be released on another server connection, left held on the first, and then that
-//   connection's next client "held" it too.
+// - A run holds the run lock (`RUN_LOCK_ID`) in a transaction of its own, on a connection of its
+//   own, from its first migration to its last: other processes that migrate wait for it, then
+//   find nothing to do. That transaction writes nothing (no xid, no snapshot kept between its
+//   statements), so holding it does not hold back vacuum.
+// - Each migration commits in a transaction of its own, which takes Kysely's migration lock
+//   (`pg_advisory_xact_lock`) and reads what is applied under it: a process of an earlier release
+//   (Kysely's Migrator) waits for it too, and two runs never apply one migration twice, should
+//   the run lock be lost with its connection. Transactions' locks end with them: Kysely's (a
+//   session's, taken in one statement and released in another) could, through a pooler in
+//   transaction mode, be released on another server connection and stay held on the first.
 // - A migration waits for a table's lock at most `LockWaits.waitMs`: the lock it asks for queues
 //   every later statement on that table, so a wait for an old transaction held the service's
-//   traffic as long. Past it the migration is rolled back to its savepoint, which releases every
-//   table lock it took, and tried again after a pause, holding only the migration lock: the
-//   traffic runs meanwhile, and another process that migrates waits for that lock rather than
-//   filling the pause with attempts of its own.
+//   traffic as long. Past it the migration's transaction rolls back, releasing every table lock
+//   it took, and is tried again after a pause in which the traffic runs.
 // - The server's bounds a deployment may set for the service's sessions (statement_timeout,
-//   idle_in_transaction_session_timeout) are lifted for the transaction (`set_config` local, so a
-//   pooler carries them to no other session): a migration may rewrite a large table, or wait for
-//   another process's migration.
+//   idle_in_transaction_session_timeout) are lifted for these transactions (`set_config` local, so
+//   a pooler carries them to no other session): a migration may rewrite a large table, or wait for
+//   another process's run.
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { Db } from './database.js';
 
 /** The migration lock: Kysely's own key, so that a process of an earlier release waits for it too. */
 export const MIGRATION_LOCK_ID = '3853314791062309107';
-/** How long waiting for another process's migration may take (Kysely's own bound). */
+/** The run lock: held while a process applies its migrations, pauses included. */
+export const RUN_LOCK_ID = '3853314791062309108';
+/** How long waiting for another process's migrations may take (Kysely's own bound). */
 const LOCK_WAIT = '1h';
+
+/** The service's bounds on the server lifted for the transaction; the wait for a lock at most an hour. */
+const UNBOUNDED = `SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '${LOCK_WAIT}', true),
+  set_config('idle_in_transaction_session_timeout', '0', true)`;
 
 /** How a migration waits for the locks of the tables it changes (see the top of this file). */
 export interface LockWaits {
@@ -52,66 +61,94 @@ export async function migratePostgres(
   onLockWait?: (wait: LockWait) => void,
 ): Promise<string[]> {
   const table = sql.table(db.schema === undefined ? 'kysely_migration' : `${db.schema}.kysely_migration`);
+  const qualified = db.schema === undefined ? 'kysely_migration' : `${db.schema}.kysely_migration`;
   const names = Object.keys(migrations);
-  const applied: string[] = [];
-  for (;;) {
-    const next = await db.kysely.transaction().execute(async (trx) => {
-      await sql`SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', ${LOCK_WAIT}, true),
-        set_config('idle_in_transaction_session_timeout', '0', true)`.execute(trx);
-      await sql`SELECT pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)})`.execute(trx);
-      // Kysely's table as Kysely makes it; under the lock, so two first starts do not race to make it.
-      await sql`CREATE TABLE IF NOT EXISTS ${table} (name varchar(255) NOT NULL PRIMARY KEY, timestamp varchar(255) NOT NULL)`.execute(
-        trx,
-      );
-      const done = new Set(
-        (await sql<{ name: string }>`SELECT name FROM ${table}`.execute(trx)).rows.map((r) => r.name),
-      );
-      const unknown = [...done].filter((name) => !(name in migrations));
-      if (unknown.length > 0)
-        throw new Error(`the database has migrations this release does not know (${unknown.join(', ')}): it is newer`);
-      const name = names.find((n) => !done.has(n));
-      if (name === undefined) return undefined;
-      await applyWithLockWaits(trx as unknown as Kysely<unknown>, name, migrations[name]!, lockWaits, onLockWait);
-      await sql`INSERT INTO ${table} (name, timestamp) VALUES (${name}, ${new Date().toISOString()})`.execute(trx);
-      return name;
-    });
-    if (next === undefined) return applied;
-    applied.push(next);
-  }
+  return holdingRunLock(db, async () => {
+    const applied: string[] = [];
+    for (;;) {
+      /** One attempt at the next migration pending: its name once committed, 'none' if none is, or the wait that ran out. */
+      const attempt = async (): Promise<string | 'none' | { waited: string; error: unknown }> => {
+        let waited: { waited: string; error: unknown } | undefined;
+        const done = await db.kysely
+          .transaction()
+          .execute(async (trx) => {
+            await sql.raw(UNBOUNDED).execute(trx);
+            await sql`SELECT pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)})`.execute(trx);
+            // Kysely's table as Kysely makes it, only when missing: creating needs a right on the
+            // schema that a role which only uses it may lack (PostgreSQL checks it first).
+            const { rows } = await sql<{ t: string | null }>`SELECT to_regclass(${qualified})::text AS t`.execute(trx);
+            if (rows[0]?.t === null)
+              await sql`CREATE TABLE ${table} (name varchar(255) NOT NULL PRIMARY KEY, timestamp varchar(255) NOT NULL)`.execute(
+                trx,
+              );
+            const done = new Set(
+              (await sql<{ name: string }>`SELECT name FROM ${table}`.execute(trx)).rows.map((r) => r.name),
+            );
+            const unknown = [...done].filter((name) => !(name in migrations));
+            if (unknown.length > 0)
+              throw new Error(
+                `the database has migrations this release does not know (${unknown.join(', ')}): it is newer`,
+              );
+            const name = names.find((n) => !done.has(n));
+            if (name === undefined) return 'none';
+            await sql`SELECT set_config('lock_timeout', ${`${lockWaits.waitMs}ms`}, true)`.execute(trx);
+            try {
+              await migrations[name]!.up(trx as unknown as Kysely<unknown>);
+            } catch (e) {
+              if (lockNotAvailable(e)) waited = { waited: name, error: e };
+              throw new Error(`migration ${name} failed: ${String(e)}`, { cause: e });
+            }
+            // The server's clock, under the lock: Kysely's Migrator orders the rows by it.
+            await sql`INSERT INTO ${table} (name, timestamp)
+              VALUES (${name}, to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`.execute(
+              trx,
+            );
+            return name;
+          })
+          .catch((e: unknown) => {
+            if (waited !== undefined) return waited;
+            throw e;
+          });
+        return done;
+      };
+      let outcome = await attempt();
+      for (let tried = 1; typeof outcome === 'object'; tried++) {
+        if (tried >= lockWaits.attempts)
+          throw new Error(
+            `migration ${outcome.waited} could not take the locks it needs: other transactions held them past ${lockWaits.waitMs} ms ` +
+              `at each of ${tried} attempts. Look for long transactions (pg_stat_activity: 'idle in transaction', ` +
+              `long queries), end them, and migrate again`,
+            { cause: outcome.error },
+          );
+        onLockWait?.({ migration: outcome.waited, attempt: tried, attempts: lockWaits.attempts });
+        await new Promise((resolve) => setTimeout(resolve, lockWaits.pauseMs * (0.5 + Math.random())));
+        outcome = await attempt();
+      }
+      if (outcome === 'none') return applied;
+      applied.push(outcome);
+    }
+  });
 }
 
-/** `migration` applied in `trx`, each attempt in a savepoint with `lockWaits.waitMs` on a wait for a lock. */
-async function applyWithLockWaits(
-  trx: Kysely<unknown>,
-  name: string,
-  migration: Migration,
-  lockWaits: LockWaits,
-  onLockWait: ((wait: LockWait) => void) | undefined,
-): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    await sql`SAVEPOINT migration`.execute(trx);
-    await sql`SELECT set_config('lock_timeout', ${`${lockWaits.waitMs}ms`}, true)`.execute(trx);
-    try {
-      await migration.up(trx);
-      await sql`RELEASE SAVEPOINT migration`.execute(trx);
-      return;
-    } catch (e) {
-      // On a connection that is gone the transaction is too: the migration's own failure is the news.
-      const rolledBack = await sql`ROLLBACK TO SAVEPOINT migration`.execute(trx).then(
-        () => true,
-        () => false,
-      );
-      if (!rolledBack || !lockNotAvailable(e)) throw new Error(`migration ${name} failed: ${String(e)}`, { cause: e });
-      if (attempt >= lockWaits.attempts)
-        throw new Error(
-          `migration ${name} could not take the locks it needs: other transactions held them past ${lockWaits.waitMs} ms ` +
-            `at each of ${attempt} attempts. Look for long transactions (pg_stat_activity: 'idle in transaction', ` +
-            `long queries), end them, and migrate again`,
-          { cause: e },
-        );
-      onLockWait?.({ migration: name, attempt, attempts: lockWaits.attempts });
-      await new Promise((resolve) => setTimeout(resolve, lockWaits.pauseMs * (0.5 + Math.random())));
-    }
+/**
+ * `fn`, run while a transaction on a connection of its own (not the pool's: it may have one)
+ * holds the run lock; it writes nothing and is rolled back at the end.
+ */
+async function holdingRunLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
+  if (db.url === undefined) throw new Error('migrations on PostgreSQL need the database URL');
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: db.url });
+  // A connection lost meanwhile fails the statement in hand; the 'error' event would end the process.
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(UNBOUNDED);
+    await client.query(`SELECT pg_advisory_xact_lock(${RUN_LOCK_ID})`);
+    return await fn();
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    await client.end().catch(() => undefined);
   }
 }
 

@@ -198,7 +198,7 @@ describe.skipIf(url === undefined || url === '')('a PostgreSQL server behind a p
     const pool = new pg.Pool({ connectionString: through.toString(), max: 3 });
     pool.on('error', () => undefined);
     const paths = handingOutHeard(pool);
-    pool.on('connect', (client) => paths.heard(client));
+    pool.on('connect', (client) => paths.track(client));
     try {
       const idle = [await pool.connect(), await pool.connect()];
       for (const client of idle) client.release();

@@ -19,12 +19,15 @@
 //   a pooler carries them to no other session): a migration may rewrite a large table, or wait for
 //   another process's run.
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { Db } from './database.js';
+import { withinTime } from '../core/index.js';
+import { CONNECT_TIMEOUT_MS, KEEPALIVE_AFTER_MS, type Db } from './database.js';
 
 /** The migration lock: Kysely's own key, so that a process of an earlier release waits for it too. */
 export const MIGRATION_LOCK_ID = '3853314791062309107';
 /** The run lock: held while a process applies its migrations, pauses included. */
 export const RUN_LOCK_ID = '3853314791062309108';
+/** How long closing the run lock's connection may take before its socket is dropped. */
+const CLOSE_WITHIN_MS = 5_000;
 /** How long waiting for another process's migrations may take (Kysely's own bound). */
 const LOCK_WAIT = '1h';
 
@@ -137,7 +140,12 @@ export async function migratePostgres(
 async function holdingRunLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
   if (db.url === undefined) throw new Error('migrations on PostgreSQL need the database URL');
   const pg = (await import('pg')).default;
-  const client = new pg.Client({ connectionString: db.url });
+  const client = new pg.Client({
+    connectionString: db.url,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_AFTER_MS,
+  });
   // A connection lost meanwhile fails the statement in hand; the 'error' event would end the process.
   client.on('error', () => undefined);
   await client.connect();
@@ -147,8 +155,11 @@ async function holdingRunLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
     await client.query(`SELECT pg_advisory_xact_lock(${RUN_LOCK_ID})`);
     return await fn();
   } finally {
-    await client.query('ROLLBACK').catch(() => undefined);
-    await client.end().catch(() => undefined);
+    // Closing the connection ends its transaction, and the lock with it; on a path gone silent
+    // the goodbye is never answered, and the socket is dropped instead.
+    await withinTime(client.end(), CLOSE_WITHIN_MS, 'closing the run lock').catch(() =>
+      (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy(),
+    );
   }
 }
 

@@ -55,11 +55,13 @@ function sweep(): void {
  */
 export class SilentPaths {
   #since = Number.NEGATIVE_INFINITY;
-  readonly #heard = new WeakMap<pg.PoolClient, number>();
+  readonly #connections = new WeakMap<pg.PoolClient, Heard>();
 
-  /** `client` connected, or was answered. */
-  heard(client: pg.PoolClient): void {
-    this.#heard.set(client, performance.now());
+  /** `client`, connected now: the record its answers update (`Heard.at`). */
+  track(client: pg.PoolClient): Heard {
+    const heard = { at: performance.now() };
+    this.#connections.set(client, heard);
+    return heard;
   }
 
   /** A statement written at `written` (performance.now()) was never answered, and its connection dropped. */
@@ -69,8 +71,17 @@ export class SilentPaths {
 
   /** Not heard from since a statement of the pool went unanswered. */
   suspect(client: pg.PoolClient): boolean {
-    return (this.#heard.get(client) ?? Number.NEGATIVE_INFINITY) < this.#since;
+    return (this.#connections.get(client)?.at ?? Number.NEGATIVE_INFINITY) < this.#since;
   }
+}
+
+/**
+ * When a connection was last heard from: the write time of the last statement answered (the
+ * answer came later; one a little old only makes the connection look suspect sooner), so that an
+ * answer costs a property's store.
+ */
+interface Heard {
+  at: number;
 }
 
 /**
@@ -121,7 +132,7 @@ export function answeredInTime(
   cancelAfterMs: number,
   paths?: SilentPaths,
 ): Query {
-  paths?.heard(client);
+  const heard = paths?.track(client);
   const closed = new Promise<void>((resolve) => client.once('end', () => resolve()));
   const w: Waiting = { client, cancelAfterMs, written: [], cancelled: -1 };
   // A connection answers its statements in the order they were written (pipelined or not).
@@ -141,7 +152,7 @@ export function answeredInTime(
     return answer.then(
       (result) => {
         if (cancelAfterMs > 0) answered();
-        paths?.heard(client);
+        if (heard !== undefined) heard.at = written;
         return result;
       },
       async (e: unknown) => {
@@ -150,7 +161,7 @@ export function answeredInTime(
         if (tooSlow(e) && stream?.destroyed === true) {
           paths?.lost(written);
           await closed;
-        } else if (fromServer(e)) paths?.heard(client);
+        } else if (heard !== undefined && fromServer(e)) heard.at = written;
         throw e;
       },
     );

@@ -26,7 +26,12 @@ import { revokedByKey } from './migrations/0022-revoked-by-key.js';
 import { crlEntriesDigest } from './migrations/0023-crl-entries-digest.js';
 import { expiryIndexes } from './migrations/0024-expiry-indexes.js';
 
-/** Every migration in order. Forward only: a shipped migration is never edited, only followed. */
+/**
+ * Every migration in order. Forward only: a shipped migration is never edited, only followed. On
+ * PostgreSQL each runs in a transaction of its own and waits at most LOCK_WAITS.waitMs for a
+ * table's lock, then is tried again (`pg-migrations.ts`): one that changes several tables takes
+ * their locks first (`LOCK TABLE a, b IN … MODE`), so that none is held while it waits for another.
+ */
 export function migrations(db: Db): Record<string, Migration> {
   return {
     '0001-initial': initial(db.dialect),

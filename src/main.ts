@@ -64,7 +64,7 @@ import {
 import { logRedaction } from './web/log-redaction.js';
 import { createMetrics } from './web/ops/metrics.js';
 // The parts a process runs over the services (worker, HTTP app), for the callers that import them from here.
-export { createWebApp, createWorker } from './process-parts.js';
+export { createWebApp, createWorker, kvReadiness } from './process-parts.js';
 export { caKeyFile, initCa } from './ca-setup.js';
 export type { Services } from './services.js';
 import type { Services } from './services.js';

@@ -41,15 +41,7 @@ export const PROBE_MS = 5_000;
  * texts go to the log, not to the answer.
  */
 async function readiness(services: Services, logger: Logger | false): Promise<Record<string, string>> {
-  const probe = async (part: string, check: () => Promise<unknown>) => {
-    try {
-      await withinTime(check(), PROBE_MS, part);
-      return 'ok';
-    } catch (err) {
-      if (logger !== false) logger.warn({ err }, `readiness: ${part} failed`);
-      return 'unreachable';
-    }
-  };
+  const probe = (part: string, check: () => Promise<unknown>) => probed(part, check, logger);
   const redis = services.redis;
   const [database, redisState] = await Promise.all([
     probe('database', () => pingDatabase(services.db)),
@@ -66,6 +58,22 @@ async function readiness(services: Services, logger: Logger | false): Promise<Re
           : 'not listening',
     caKeys: services.ca.isInitialized() ? 'ok' : 'the CA hierarchy is not complete yet',
   };
+}
+
+/** `ok` when `check` resolves within PROBE_MS, else `unreachable` (the reason logged). */
+async function probed(part: string, check: () => Promise<unknown>, logger: Logger | false): Promise<string> {
+  try {
+    await withinTime(check(), PROBE_MS, part);
+    return 'ok';
+  } catch (err) {
+    if (logger !== false) logger.warn({ err }, `readiness: ${part} failed`);
+    return 'unreachable';
+  }
+}
+
+/** Ready for the hash store listener (`kv`): the database answers, within PROBE_MS. */
+export async function kvReadiness(services: Services, logger: Logger | false): Promise<Record<string, string>> {
+  return { database: await probed('database', () => pingDatabase(services.db), logger) };
 }
 
 /** The HTTP app over the services. */

@@ -3,7 +3,7 @@
 import type { KeyPairSource } from './ca/key-pairs.js';
 import type { Config } from './config/index.js';
 import type { Worker } from './jobs/index.js';
-import { createLogger, createServices, createWebApp, createWorker, initCa } from './main.js';
+import { createLogger, createServices, createWebApp, createWorker, initCa, kvReadiness } from './main.js';
 import { buildKvApp, type KvApp } from './web/kv/server.js';
 import type { App } from './web/types.js';
 
@@ -94,6 +94,7 @@ export async function run(
         logger: logger.child({ listener: 'kv' }),
         trustProxy: config.trustProxy,
         requestTimeout: config.requestTimeoutMs,
+        ready: () => kvReadiness(services, logger),
       });
       await kvApp.listen({ host: config.host, port: config.kvPort });
     }

@@ -354,6 +354,10 @@ describe('certdesk CLI', { timeout: 180_000 }, () => {
       expect(await filed.json()).toEqual({ message: 'success' });
       const served = await fetch(kvUrl, { headers: { 'x-api-key': KvKey } });
       expect((await served.text()).trim().split('\n').at(-1)).toBe('abc123');
+      // The hash store's own health, without a key, for a load balancer.
+      expect((await fetch(`http://127.0.0.1:${kvPort}/healthz`)).status).toBe(200);
+      const ready = await fetch(`http://127.0.0.1:${kvPort}/readyz`);
+      expect(await ready.json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {

@@ -215,6 +215,40 @@ describe.each(testDialects())('hash store listener on $dialect', (dialect) => {
     });
   });
 
+  describe('GET /healthz and /readyz', () => {
+    it('ok/answered without a key: the process is up; ready with the parts it was given', async () => {
+      const health = await fetch(`${srv.url}/healthz`);
+      expect([health.status, await health.json()]).toEqual([200, { status: 'ok' }]);
+      const ready = await fetch(`${srv.url}/readyz`);
+      expect([ready.status, await ready.json()]).toEqual([200, { status: 'ready', checks: {} }]);
+    });
+
+    it('fail/a part not ok: 503 with Retry-After, naming it; the store itself still answers its keys', async () => {
+      const down = await listen({
+        hashStore: store,
+        logger: false,
+        ready: async () => ({ database: 'unreachable' }),
+      });
+      try {
+        const ready = await fetch(`${down.url}/readyz`);
+        expect(ready.status).toBe(503);
+        expect(ready.headers.get('retry-after')).toBe('5');
+        expect(await ready.json()).toEqual({
+          message: 'The hash store is not ready: database: unreachable.',
+          checks: { database: 'unreachable' },
+        });
+        expect((await fetch(`${down.url}/healthz`)).status).toBe(200);
+      } finally {
+        await down.app.close();
+      }
+    });
+
+    it('fail/a key in the query is refused there too, unused (400)', async () => {
+      const res = await fetch(`${srv.url}/readyz?api_key=${keyA}`);
+      expect(res.status).toBe(400);
+    });
+  });
+
   describe('rate limits', () => {
     it('fail/wrong keys from one address get 429 with Retry-After once the budget is spent; valid keys still pass', async () => {
       const limited = await listen({ hashStore: store, logger: false, rateLimitFailedAuth: 3 });

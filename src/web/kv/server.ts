@@ -26,6 +26,8 @@ export interface KvAppDeps {
   readonly rateLimitFailedAuth?: number;
   /** Take the client address from X-Forwarded-For (only behind a trusted proxy). */
   readonly trustProxy?: TrustProxy;
+  /** The parts the listener needs (the database), for /readyz; without it /readyz reports none. */
+  readonly ready?: () => Promise<Readonly<Record<string, string>>>;
 }
 
 export type KvApp = FastifyInstance;
@@ -51,7 +53,8 @@ const KV_STATUS: Partial<Record<ErrorKind, number>> = {
  *   query → 400, and it is not used (URLs are logged, by proxies and by us);
  * - missing/unknown/revoked key → 401, bad name or hash → 400, too many failed keys from one
  *   address → 429 with Retry-After; every failure is `{"message": "…"}` and only a fault of
- *   ours is a 5xx. Every response carries Content-Length.
+ *   ours is a 5xx. Every response carries Content-Length;
+ * - `GET /healthz` (the process is up) and `GET /readyz` (the database answers), without a key.
  */
 export async function buildKvApp(deps: KvAppDeps): Promise<KvApp> {
   const app = Fastify({
@@ -60,6 +63,8 @@ export async function buildKvApp(deps: KvAppDeps): Promise<KvApp> {
     bodyLimit: deps.bodyLimit ?? 16 * 1024,
     trustProxy: fastifyTrustProxy(deps.trustProxy ?? false),
     genReqId: () => randomUUID(),
+    // A load balancer's checks, every few seconds, would fill the log.
+    disableRequestLogging: (request) => request.url === '/healthz' || request.url === '/readyz',
     // Host names run to 253 characters (the router's default cap is 100); longer ones reach the
     // name check and get a 400 rather than a bare 404.
     routerOptions: { maxParamLength: 2048, ignoreTrailingSlash: true },
@@ -147,6 +152,18 @@ export async function buildKvApp(deps: KvAppDeps): Promise<KvApp> {
     return sendFailure(request, reply, err, error);
   });
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: 'not found' }));
+
+  // A hash name has two labels at least (normalizeHostName), so these two are never one. No key
+  // is asked for: a load balancer's health check has none.
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (request, reply) => {
+    const checks = (await deps.ready?.()) ?? {};
+    const problems = Object.entries(checks).filter(([, state]) => state !== 'ok');
+    if (problems.length === 0) return { status: 'ready', checks };
+    request.log.warn({ checks }, 'readiness check failed');
+    const message = `The hash store is not ready: ${problems.map(([k, v]) => `${k}: ${v}`).join('; ')}.`;
+    return reply.code(503).header('retry-after', '5').send({ message, checks });
+  });
 
   app.post<{ Params: { name: string } }>('/:name', async (request, reply) => {
     const body = request.body;

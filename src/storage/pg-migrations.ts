@@ -21,6 +21,8 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { withinTime } from '../core/index.js';
 import { CONNECT_TIMEOUT_MS, KEEPALIVE_AFTER_MS, type Db } from './database.js';
+import { dropSocket } from './pg-overdue.js';
+import { fromServer } from './unavailable.js';
 
 /** The migration lock: Kysely's own key, so that a process of an earlier release waits for it too. */
 export const MIGRATION_LOCK_ID = '3853314791062309107';
@@ -28,6 +30,8 @@ export const MIGRATION_LOCK_ID = '3853314791062309107';
 export const RUN_LOCK_ID = '3853314791062309108';
 /** How long closing the run lock's connection may take before its socket is dropped. */
 const CLOSE_WITHIN_MS = 5_000;
+/** PostgreSQL's lock_not_available: a wait for a lock ran past `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = '55P03';
 /** How long waiting for another process's migrations may take (Kysely's own bound). */
 const LOCK_WAIT = '1h';
 
@@ -63,58 +67,10 @@ export async function migratePostgres(
   lockWaits: LockWaits,
   onLockWait?: (wait: LockWait) => void,
 ): Promise<string[]> {
-  const table = sql.table(db.schema === undefined ? 'kysely_migration' : `${db.schema}.kysely_migration`);
-  const qualified = db.schema === undefined ? 'kysely_migration' : `${db.schema}.kysely_migration`;
-  const names = Object.keys(migrations);
   return holdingRunLock(db, async () => {
     const applied: string[] = [];
     for (;;) {
-      /** One attempt at the next migration pending: its name once committed, 'none' if none is, or the wait that ran out. */
-      const attempt = async (): Promise<string | 'none' | { waited: string; error: unknown }> => {
-        let waited: { waited: string; error: unknown } | undefined;
-        const done = await db.kysely
-          .transaction()
-          .execute(async (trx) => {
-            await sql.raw(UNBOUNDED).execute(trx);
-            await sql`SELECT pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)})`.execute(trx);
-            // Kysely's table as Kysely makes it, only when missing: creating needs a right on the
-            // schema that a role which only uses it may lack (PostgreSQL checks it first).
-            const { rows } = await sql<{ t: string | null }>`SELECT to_regclass(${qualified})::text AS t`.execute(trx);
-            if (rows[0]?.t === null)
-              await sql`CREATE TABLE ${table} (name varchar(255) NOT NULL PRIMARY KEY, timestamp varchar(255) NOT NULL)`.execute(
-                trx,
-              );
-            const done = new Set(
-              (await sql<{ name: string }>`SELECT name FROM ${table}`.execute(trx)).rows.map((r) => r.name),
-            );
-            const unknown = [...done].filter((name) => !(name in migrations));
-            if (unknown.length > 0)
-              throw new Error(
-                `the database has migrations this release does not know (${unknown.join(', ')}): it is newer`,
-              );
-            const name = names.find((n) => !done.has(n));
-            if (name === undefined) return 'none';
-            await sql`SELECT set_config('lock_timeout', ${`${lockWaits.waitMs}ms`}, true)`.execute(trx);
-            try {
-              await migrations[name]!.up(trx as unknown as Kysely<unknown>);
-            } catch (e) {
-              if (lockNotAvailable(e)) waited = { waited: name, error: e };
-              throw new Error(`migration ${name} failed: ${String(e)}`, { cause: e });
-            }
-            // The server's clock, under the lock: Kysely's Migrator orders the rows by it.
-            await sql`INSERT INTO ${table} (name, timestamp)
-              VALUES (${name}, to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`.execute(
-              trx,
-            );
-            return name;
-          })
-          .catch((e: unknown) => {
-            if (waited !== undefined) return waited;
-            throw e;
-          });
-        return done;
-      };
-      let outcome = await attempt();
+      let outcome = await applyNext(db, migrations, lockWaits.waitMs);
       for (let tried = 1; typeof outcome === 'object'; tried++) {
         if (tried >= lockWaits.attempts)
           throw new Error(
@@ -125,12 +81,68 @@ export async function migratePostgres(
           );
         onLockWait?.({ migration: outcome.waited, attempt: tried, attempts: lockWaits.attempts });
         await new Promise((resolve) => setTimeout(resolve, lockWaits.pauseMs * (0.5 + Math.random())));
-        outcome = await attempt();
+        outcome = await applyNext(db, migrations, lockWaits.waitMs);
       }
       if (outcome === 'none') return applied;
       applied.push(outcome);
     }
   });
+}
+
+/** A migration's wait for a table's lock that ran past its bound (its transaction rolled back). */
+interface Waited {
+  readonly waited: string;
+  readonly error: unknown;
+}
+
+/**
+ * One attempt at the first migration of `migrations` that `db` lacks, in a transaction of its
+ * own under the migration lock: its name once committed, 'none' when none is missing.
+ */
+async function applyNext(
+  db: Db,
+  migrations: Record<string, Migration>,
+  lockWaitMs: number,
+): Promise<string | 'none' | Waited> {
+  const qualified = db.schema === undefined ? 'kysely_migration' : `${db.schema}.kysely_migration`;
+  const table = sql.table(qualified);
+  let waited: Waited | undefined;
+  return db.kysely
+    .transaction()
+    .execute(async (trx) => {
+      await sql.raw(UNBOUNDED).execute(trx);
+      await sql`SELECT pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)})`.execute(trx);
+      // Kysely's table as Kysely makes it, only when missing: creating needs a right on the
+      // schema that a role which only uses it may lack (PostgreSQL checks it first).
+      const { rows } = await sql<{ t: string | null }>`SELECT to_regclass(${qualified})::text AS t`.execute(trx);
+      if (rows[0]?.t === null)
+        await sql`CREATE TABLE ${table} (name varchar(255) NOT NULL PRIMARY KEY, timestamp varchar(255) NOT NULL)`.execute(
+          trx,
+        );
+      const done = new Set(
+        (await sql<{ name: string }>`SELECT name FROM ${table}`.execute(trx)).rows.map((r) => r.name),
+      );
+      const unknown = [...done].filter((name) => !(name in migrations));
+      if (unknown.length > 0)
+        throw new Error(`the database has migrations this release does not know (${unknown.join(', ')}): it is newer`);
+      const name = Object.keys(migrations).find((n) => !done.has(n));
+      if (name === undefined) return 'none';
+      await sql`SELECT set_config('lock_timeout', ${`${lockWaitMs}ms`}, true)`.execute(trx);
+      try {
+        await migrations[name]!.up(trx as unknown as Kysely<unknown>);
+      } catch (e) {
+        if (fromServer(e) && e.code === LOCK_NOT_AVAILABLE) waited = { waited: name, error: e };
+        throw new Error(`migration ${name} failed: ${String(e)}`, { cause: e });
+      }
+      // The server's clock, under the lock: Kysely's Migrator orders the rows by it.
+      await sql`INSERT INTO ${table} (name, timestamp)
+        VALUES (${name}, to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`.execute(trx);
+      return name;
+    })
+    .catch((e: unknown) => {
+      if (waited !== undefined) return waited;
+      throw e;
+    });
 }
 
 /**
@@ -157,13 +169,6 @@ async function holdingRunLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
   } finally {
     // Closing the connection ends its transaction, and the lock with it; on a path gone silent
     // the goodbye is never answered, and the socket is dropped instead.
-    await withinTime(client.end(), CLOSE_WITHIN_MS, 'closing the run lock').catch(() =>
-      (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy(),
-    );
+    await withinTime(client.end(), CLOSE_WITHIN_MS, 'closing the run lock').catch(() => dropSocket(client));
   }
-}
-
-/** PostgreSQL's lock_not_available: a wait for a lock ran past `lock_timeout`. */
-function lockNotAvailable(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '55P03';
 }

@@ -4,7 +4,7 @@
 import { connect } from 'node:net';
 import type pg from 'pg';
 import type { Query } from './pg-connection.js';
-import { tooSlow } from './unavailable.js';
+import { fromServer, tooSlow } from './unavailable.js';
 
 /**
  * How long after the cancel request the connection is dropped if the server has not answered:
@@ -99,9 +99,7 @@ export function handingOutHeard(pool: pg.Pool): SilentPaths {
       for (;;) {
         const client = await connect();
         if (!paths.suspect(client)) return client;
-        // Dropped, not ended politely: on a path that carries nothing pg's goodbye is never
-        // answered, and the socket, and the pool's slot, would wait for TCP to give up.
-        (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+        dropSocket(client);
         client.release(true);
       }
     })();
@@ -168,9 +166,12 @@ export function answeredInTime(
   };
 }
 
-/** An error the server sent (pg's DatabaseError): the path carried its answer. */
-function fromServer(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && typeof (e as { severity?: unknown }).severity === 'string';
+/**
+ * Drops `client`'s socket: on a path that carries nothing pg's goodbye (`end`) is never answered,
+ * and the socket, and a pool's slot, would wait for TCP to give up.
+ */
+export function dropSocket(client: pg.ClientBase): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 /**

@@ -11,6 +11,7 @@ import { refuseNul } from '../refuse-nul.js';
 import { logFailure, retryAfter, toCertdeskError } from '../envelope.js';
 import { redactingLogger, secretInQuery } from '../log-redaction.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from '../server-timeouts.js';
+import { notReady, type Readiness } from '../ops/routes.js';
 
 export interface KvAppDeps {
   readonly hashStore: Pick<HashStore, 'file' | 'lookup'>;
@@ -27,7 +28,7 @@ export interface KvAppDeps {
   /** Take the client address from X-Forwarded-For (only behind a trusted proxy). */
   readonly trustProxy?: TrustProxy;
   /** The parts the listener needs (the database), for /readyz; without it /readyz reports none. */
-  readonly ready?: () => Promise<Readonly<Record<string, string>>>;
+  readonly ready?: () => Promise<Readiness>;
 }
 
 export type KvApp = FastifyInstance;
@@ -158,11 +159,13 @@ export async function buildKvApp(deps: KvAppDeps): Promise<KvApp> {
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (request, reply) => {
     const checks = (await deps.ready?.()) ?? {};
-    const problems = Object.entries(checks).filter(([, state]) => state !== 'ok');
-    if (problems.length === 0) return { status: 'ready', checks };
+    const problems = notReady(checks);
+    if (problems === undefined) return { status: 'ready', checks };
     request.log.warn({ checks }, 'readiness check failed');
-    const message = `The hash store is not ready: ${problems.map(([k, v]) => `${k}: ${v}`).join('; ')}.`;
-    return reply.code(503).header('retry-after', '5').send({ message, checks });
+    return reply
+      .code(503)
+      .header('retry-after', '5')
+      .send({ message: `The hash store is not ready: ${problems}.`, checks });
   });
 
   app.post<{ Params: { name: string } }>('/:name', async (request, reply) => {

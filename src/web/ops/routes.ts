@@ -15,6 +15,12 @@ export interface OpsDeps {
 /** What /readyz reports: each part, `ok`, `not configured`, or what is wrong (no secrets, no error texts). */
 export type Readiness = Readonly<Record<string, string>>;
 
+/** What is not ready among `checks` ("part: state; …"), or undefined when each is `ok` or `not configured`. */
+export function notReady(checks: Readiness): string | undefined {
+  const problems = Object.entries(checks).filter(([, state]) => state !== 'ok' && state !== 'not configured');
+  return problems.length === 0 ? undefined : problems.map(([k, v]) => `${k}: ${v}`).join('; ');
+}
+
 /** /healthz (process up), /readyz (database, Redis and the CA's keys) and /metrics (Prometheus text). */
 export function registerOps(app: App, deps: OpsDeps): void {
   const { metrics } = deps;
@@ -43,12 +49,10 @@ export function registerOps(app: App, deps: OpsDeps): void {
   app.get('/healthz', { schema: hide, config: noLimit }, async () => ({ success: true, status: 'ok' }));
   app.get('/readyz', { schema: hide, config: noLimit }, async (request, reply) => {
     const checks = await deps.ready();
-    const problems = Object.entries(checks).filter(([, state]) => state !== 'ok' && state !== 'not configured');
-    if (problems.length === 0) return { success: true, status: 'ready', checks };
+    const problems = notReady(checks);
+    if (problems === undefined) return { success: true, status: 'ready', checks };
     request.log.warn({ checks }, 'readiness check failed');
-    const { status, body } = failure(
-      new CertdeskError('notReady', `The service is not ready: ${problems.map(([k, v]) => `${k}: ${v}`).join('; ')}.`),
-    );
+    const { status, body } = failure(new CertdeskError('notReady', `The service is not ready: ${problems}.`));
     return reply.code(status).send({ ...body, checks });
   });
   app.get('/metrics', { schema: hide, config: noLimit }, async (_request, reply) => {

@@ -12,8 +12,11 @@ const contact = ORDER_CONTACT;
 const address = ORG_ADDRESS;
 const orgContact = ORG_CONTACT;
 
-/** A CSR for www.certdesk-test.com that also asks for shop.certdesk-test.com. */
-function extraNameCsr(): string {
+/** A CSR for `cn` that asks for `dnsNames` (by default www.certdesk-test.com and shop.certdesk-test.com). */
+function extraNameCsr(
+  cn = 'www.certdesk-test.com',
+  dnsNames: readonly string[] = ['www.certdesk-test.com', 'shop.certdesk-test.com'],
+): string {
   const dir = mkdtempSync(join(tmpdir(), 'order-csr-'));
   execFileSync(
     'openssl',
@@ -30,9 +33,9 @@ function extraNameCsr(): string {
       '-out',
       join(dir, 'r.csr'),
       '-subj',
-      '/CN=www.certdesk-test.com',
+      `/CN=${cn}`,
       '-addext',
-      'subjectAltName=DNS:www.certdesk-test.com,DNS:shop.certdesk-test.com',
+      `subjectAltName=${dnsNames.map((n) => `DNS:${n}`).join(',')}`,
     ],
     { stdio: 'ignore' },
   );
@@ -60,7 +63,10 @@ describe.each(testDialects())('orders on $dialect', (dialect) => {
   let a: TestCustomer;
   let b: TestCustomer;
   beforeAll(async () => {
-    t = await createTestContext(dialect, { CERTDESK_RATE_LIMIT: '1000000' });
+    t = await createTestContext(dialect, {
+      CERTDESK_RATE_LIMIT: '1000000',
+      CERTDESK_BLOCKED_NAMES: 'blocked-brand.com,*.walled-certdesk.com',
+    });
     a = await t.customer({ name: 'A', creditLimit: 5000 });
     b = await t.customer({ name: 'B' });
   });
@@ -310,6 +316,72 @@ describe.each(testDialects())('orders on $dialect', (dialect) => {
         SubjectAltNames: ['shop.certdesk-test.com'],
         SubjectAltNameCount: 1,
       });
+    });
+
+    it('fail/a blocked name is refused once, for being blocked, not again as a name the order does not list', async () => {
+      const before = await orderCount();
+      const usedBefore = await used(a);
+      const res = await post(
+        a.token,
+        dvOrder({}, { CSR: extraNameCsr('www.blocked-brand.com', ['www.blocked-brand.com', 'blocked-brand.com']) }),
+      );
+      expect(res.statusCode).toBe(417);
+      expect(res.json().Errors).toEqual([
+        expect.objectContaining({
+          ErrorField: 'CSR',
+          Message: 'www.blocked-brand.com may not be certified (blocked name).',
+        }),
+        expect.objectContaining({
+          ErrorField: 'CSR',
+          Message: 'blocked-brand.com may not be certified (blocked name).',
+        }),
+      ]);
+      // A blocked SAN the CSR also asks for: one error, naming the block.
+      const san = await post(
+        a.token,
+        dvOrder(
+          {},
+          {
+            CSR: extraNameCsr('www.certdesk-test.com', ['www.certdesk-test.com', 'shop.blocked-brand.com']),
+            ProductCode: 'TrustPoint.DVMultiDomain',
+            SubjectAltNames: ['shop.blocked-brand.com'],
+          },
+        ),
+      );
+      expect(san.statusCode).toBe(417);
+      expect(san.json().Errors).toEqual([
+        expect.objectContaining({
+          ErrorField: 'SubjectAltNames',
+          Message: 'shop.blocked-brand.com may not be certified (blocked name).',
+        }),
+      ]);
+      expect(await orderCount()).toBe(before);
+      expect(await used(a)).toBe(usedBefore);
+    });
+
+    it('fail/the free www. twin of the common name is held to the block list too (it was added unchecked)', async () => {
+      // `*.walled-certdesk.com` blocks www.walled-certdesk.com but not walled-certdesk.com itself.
+      const csr = extraNameCsr('walled-certdesk.com', ['walled-certdesk.com', 'www.walled-certdesk.com']);
+      const before = await orderCount();
+      const res = await post(a.token, dvOrder({}, { CSR: csr, ApproverEmail: 'admin@walled-certdesk.com' }));
+      expect(res.statusCode).toBe(417);
+      expect(res.json().Errors).toEqual([
+        expect.objectContaining({
+          ErrorField: 'CSR',
+          Message: 'www.walled-certdesk.com may not be certified (blocked name).',
+        }),
+      ]);
+      expect(await orderCount()).toBe(before);
+      // Without the twin in the CSR, the bare name may be ordered.
+      const bare = extraNameCsr('walled-certdesk.com', ['walled-certdesk.com']);
+      const ok = await post(a.token, dvOrder({}, { CSR: bare, ApproverEmail: 'admin@walled-certdesk.com' }));
+      expect(ok.statusCode).toBe(200);
+      const rows = await t.db.kysely
+        .selectFrom('order_names')
+        .select('name')
+        .where('order_id', '=', Number(ok.json().ServiceOrderID))
+        .execute();
+      expect(rows.map((r) => r.name)).toEqual(['walled-certdesk.com']);
     });
 
     it('fail/OV without organization data lists each missing member', async () => {

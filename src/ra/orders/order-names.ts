@@ -32,30 +32,46 @@ export function orderNames(
     bad('SubjectAltNames', 'SubjectAltNames is an array of host names or a comma-separated string.');
   sans = sans.map((s) => s.trim()).filter((s) => s !== '');
   const names: string[] = [];
+  // Names already refused with a reason of their own: not refused a second time as "not ordered".
+  const refused = new Set<string>();
+  const refuse = (field: string, message: string, ...forms: string[]) => {
+    for (const f of forms) refused.add(f);
+    bad(field, message, 'invalidName');
+  };
   const wildcardAllowed = (isCn: boolean) =>
     isCn ? product?.features.includes('WC') === true : product?.san?.features.includes('wildcard') === true;
-  const addName = (raw: string, isCn: boolean) => {
+  /** Adds a name that passes; returns its normal form when it is a host name at all. */
+  const addName = (raw: string, isCn: boolean): string | undefined => {
     const field = isCn ? 'CSR' : 'SubjectAltNames';
     const checkedName = checkDnsName(raw, { allowWildcard: true });
-    if (!checkedName.ok) return bad(field, checkedName.problem, 'invalidName');
+    if (!checkedName.ok) {
+      refuse(field, checkedName.problem, raw);
+      return undefined;
+    }
     const n = checkedName.name;
     if (n.startsWith('*.') && product !== undefined && !wildcardAllowed(isCn))
-      return bad(field, `${product.code} does not allow the wildcard name ${n}.`, 'invalidName');
-    if (isBlockedName(n, blockList)) return bad(field, `${n} may not be certified (blocked name).`, 'invalidName');
-    if (!names.includes(n)) names.push(n);
+      refuse(field, `${product.code} does not allow the wildcard name ${n}.`, raw, n);
+    else if (isBlockedName(n, blockList)) refuse(field, `${n} may not be certified (blocked name).`, raw, n);
+    else if (!names.includes(n)) names.push(n);
+    return n;
   };
+  let cn: string | undefined;
   if (csr !== undefined) {
-    const cn = csr.commonName !== '' ? csr.commonName : csr.dnsNames[0];
-    if (cn === undefined || cn === '')
+    const raw = csr.commonName !== '' ? csr.commonName : csr.dnsNames[0];
+    if (raw === undefined || raw === '')
       bad('CSR', 'The CSR names no host: give a commonName or a dNSName.', 'invalidCsr');
-    else addName(cn, true);
+    else cn = addName(raw, true);
   }
   for (const s of sans) addName(s, false);
-  // The common name's www./bare twin comes free with it (as at every CA); any other CSR name must be ordered.
-  const twin = names[0] === undefined ? undefined : wwwTwin(names[0]);
+  // The common name's www./bare twin comes free with it (as at every CA), if it may be certified;
+  // any other CSR name must be ordered.
+  const twin = cn === undefined ? undefined : wwwTwin(cn);
   if (csr !== undefined) {
-    if (twin !== undefined && csr.dnsNames.includes(twin) && !names.includes(twin)) names.push(twin);
-    const outside = csr.dnsNames.filter((n) => !names.includes(n));
+    if (twin !== undefined && csr.dnsNames.includes(twin) && !names.includes(twin) && !refused.has(twin)) {
+      if (isBlockedName(twin, blockList)) refuse('CSR', `${twin} may not be certified (blocked name).`, twin);
+      else if (names.includes(cn!)) names.push(twin);
+    }
+    const outside = csr.dnsNames.filter((n) => !names.includes(n) && !refused.has(n));
     if (outside.length > 0)
       bad(
         'SubjectAltNames',

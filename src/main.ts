@@ -155,6 +155,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const metrics = createMetrics({
     defaultMetrics: options.defaultMetrics ?? false,
     jobCounts: () => jobs.countByStatus(),
+    jobsOverdue: () => jobs.overdueSeconds(clock.nowSeconds()),
     orphanCount: async () => (await repos.orderCertificates.orphanCertificates(10_000)).length,
   });
 

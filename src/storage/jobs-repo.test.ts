@@ -139,6 +139,26 @@ describe.each(testDialects())('JobsRepo on $dialect', ({ dialect, open }) => {
     }
   });
 
+  it('overdueSeconds: how long the longest-waiting claimable job has waited, queued or under a lapsed lease', async () => {
+    expect(await repo.overdueSeconds(T)).toBe(0);
+    await repo.enqueue(purge(T + 100), T); // not due yet
+    expect(await repo.overdueSeconds(T + 50)).toBe(0);
+    expect(await repo.overdueSeconds(T + 130)).toBe(30);
+    const [claimed] = await repo.claimDue('w1', T + 130, 30, 10);
+    expect(claimed).toBeDefined();
+    // Running under its lease (through T + 160): not overdue; past it, overdue since it lapsed.
+    expect(await repo.overdueSeconds(T + 160)).toBe(0);
+    expect(await repo.overdueSeconds(T + 200)).toBe(40);
+    // A queued job due earlier than the lease lapsed counts first.
+    await repo.enqueue(purge(T + 140), T + 150);
+    expect(await repo.overdueSeconds(T + 200)).toBe(60);
+    expect(await repo.markDone(claimed!.id, 'w1', T + 150)).toBe(true);
+    expect(await repo.overdueSeconds(T + 200)).toBe(60);
+    const [second] = await repo.claimDue('w2', T + 200, 30, 10);
+    expect(await repo.markDone(second!.id, 'w2', T + 201)).toBe(true);
+    expect(await repo.overdueSeconds(T + 1000)).toBe(0);
+  });
+
   it('lets another worker reclaim a job whose lease ran out, and refuses the old owner then', async () => {
     const { id } = await repo.enqueue(purge(T), T);
     await repo.claimDue('old', T, 10, 1);

@@ -294,6 +294,27 @@ export class JobsRepo {
     return counts;
   }
 
+  /**
+   * How long the longest-waiting claimable job has waited at `now`, in seconds (0 when none):
+   * queued since its `run_at`, or running since its lease ran out. A worker that keeps up holds
+   * it near its poll interval; one that is down or stuck lets it climb. Two index probes.
+   */
+  async overdueSeconds(now: number): Promise<number> {
+    const earliest = (status: JobStatus, column: 'run_at' | 'lease_expires_at', op: '<=' | '<') =>
+      this.db.kysely
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.min(column).as('since'))
+        .where('status', '=', status)
+        .where(column, op, now)
+        .executeTakeFirst();
+    const [queued, lapsed] = await Promise.all([
+      earliest('queued', 'run_at', '<='),
+      earliest('running', 'lease_expires_at', '<'),
+    ]);
+    const since = [queued?.since, lapsed?.since].filter((v) => v !== null && v !== undefined).map(Number);
+    return since.length === 0 ? 0 : Math.max(0, now - Math.min(...since));
+  }
+
   /** Jobs the worker gave up on (`dead`), the most recently failed first; for operators. */
   async listDead(limit: number): Promise<StoredJob[]> {
     const rows = await this.db.kysely

@@ -33,6 +33,17 @@ describe.each(testDialects())('operations endpoints on $dialect', (dialect) => {
       /certdesk_http_requests_total\{method="GET",route="\/rest\/v1\/Profile",status="200"\} \d+/,
     );
     expect(res.body).toMatch(/certdesk_jobs\{status="queued"\} \d+/);
+    // No worker runs in the test context: a due job waits, and the gauge says for how long.
+    const waited = () => t.app.inject({ method: 'GET', url: '/metrics' });
+    const overdue = async () => Number(/^certdesk_jobs_overdue_seconds (\d+)$/m.exec((await waited()).body)?.[1]);
+    const before = await overdue();
+    await t.services.jobs.enqueue(
+      { name: 'housekeeping.purge', payload: {}, runAt: t.clock.nowSeconds() },
+      t.clock.nowSeconds(),
+    );
+    t.clock.advance(600);
+    expect(await overdue()).toBeGreaterThanOrEqual(600);
+    expect(await overdue()).toBe(Math.max(before + 600, 600));
   });
 
   it('ok/the OpenAPI document lists every route with its schemas; the docs page is served', async () => {

@@ -12,6 +12,8 @@ export interface MetricsOptions {
   readonly defaultMetrics: boolean;
   /** Jobs per status, read on each scrape (the queue is shared by every process). */
   readonly jobCounts?: () => Promise<Record<string, number>>;
+  /** Seconds the longest-waiting due job has waited (jobs-repo `overdueSeconds`), read on each scrape. */
+  readonly jobsOverdue?: () => Promise<number>;
   /** Certificates no order reaches (the reconciliation's orphans), read on each scrape. */
   readonly orphanCount?: () => Promise<number>;
 }
@@ -19,7 +21,7 @@ export interface MetricsOptions {
 export function createMetrics(options: MetricsOptions): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'certdesk_' });
-  const { jobCounts, orphanCount } = options;
+  const { jobCounts, jobsOverdue, orphanCount } = options;
   if (orphanCount !== undefined) {
     new Gauge({
       name: 'certdesk_orphan_certificates',
@@ -38,6 +40,16 @@ export function createMetrics(options: MetricsOptions): Metrics {
       registers: [registry],
       async collect() {
         for (const [status, count] of Object.entries(await jobCounts())) this.set({ status }, count);
+      },
+    });
+  }
+  if (jobsOverdue !== undefined) {
+    new Gauge({
+      name: 'certdesk_jobs_overdue_seconds',
+      help: 'How long the longest-waiting due job has waited for a worker (0 when none): climbs when no worker runs or keeps up.',
+      registers: [registry],
+      async collect() {
+        this.set(await jobsOverdue());
       },
     });
   }

@@ -15,7 +15,7 @@
 //   traffic as long. Past it the migration's transaction rolls back, releasing every table lock
 //   it took, and is tried again after a pause in which the traffic runs.
 // - The server's bounds a deployment may set for the service's sessions (statement_timeout,
-//   idle_in_transaction_session_timeout) are lifted for these transactions (`set_config` local, so
+//   idle_in_transaction_session_timeout, and from PostgreSQL 17 transaction_timeout) are lifted for these transactions (`set_config` local, so
 //   a pooler carries them to no other session): a migration may rewrite a large table, or wait for
 //   another process's run.
 import { sql, type Kysely, type Migration } from 'kysely';
@@ -35,9 +35,14 @@ const LOCK_NOT_AVAILABLE = '55P03';
 /** How long waiting for another process's migrations may take (Kysely's own bound). */
 const LOCK_WAIT = '1h';
 
-/** The service's bounds on the server lifted for the transaction; the wait for a lock at most an hour. */
+/**
+ * The service's bounds on the server lifted for the transaction; the wait for a lock at most an
+ * hour. transaction_timeout exists from PostgreSQL 17: set where the server has it (no row, no
+ * call before), since naming an unknown setting is an error.
+ */
 const UNBOUNDED = `SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '${LOCK_WAIT}', true),
-  set_config('idle_in_transaction_session_timeout', '0', true)`;
+  set_config('idle_in_transaction_session_timeout', '0', true),
+  (SELECT set_config(name, '0', true) FROM pg_settings WHERE name = 'transaction_timeout')`;
 
 /** How a migration waits for the locks of the tables it changes (see the top of this file). */
 export interface LockWaits {

@@ -9,6 +9,7 @@ import { caKeyFile, createServices, createWebApp } from '../../src/main.js';
 import { hashSecret } from '../../src/ra/accounts/secrets.js';
 import { TokensRepo } from '../../src/storage/index.js';
 import { createTestContext, type TestContext, type TestCustomer } from '../support/app.js';
+import { testCsr } from '../support/csr.js';
 import { testDialects } from '../support/databases.js';
 
 const PASSWORD = 'Saturn-vanilla-42-drift';
@@ -170,6 +171,32 @@ describe.each(testDialects())('users on $dialect', (dialect) => {
       const readOnly = await t.token(a, 'read');
       expect((await call(readOnly, 'GET', '/User')).statusCode).toBe(200);
       expect((await call(readOnly, 'POST', '/User', body())).statusCode).toBe(403);
+    });
+
+    it('fail/POST /DNSData and /FileData store a DCV value: a READONLY person and a read-only token get 403 and nothing is stored; ORDERS may', async () => {
+      const dcv = { CSR: testCsr().pem, ProductCode: 'TrustPoint.DV' };
+      const values = async () =>
+        (await t.db.kysely.selectFrom('dcv_values').select('value').where('customer_id', '=', a.customerId).execute())
+          .length;
+      const before = await values();
+      const readOnlyPerson = await member(a, ['READONLY']);
+      const readOnlyToken = await t.token(a, 'read');
+      for (const token of [readOnlyPerson.token, readOnlyToken])
+        for (const path of ['/DNSData', '/FileData'])
+          expect((await call(token, 'POST', path, dcv)).statusCode).toBe(403);
+      expect(await values()).toBe(before);
+      expect(
+        (
+          await call(
+            readOnlyPerson.token,
+            'GET',
+            '/ApproverList?CommonName=www.certdesk-test.com&ProductCode=TrustPoint.DV',
+          )
+        ).statusCode,
+      ).toBe(200);
+      const orders = await member(a, ['ORDERS']);
+      expect((await call(orders.token, 'POST', '/DNSData', dcv)).statusCode).toBe(200);
+      expect((await call(await t.token(a, 'order'), 'POST', '/FileData', dcv)).statusCode).toBe(200);
     });
 
     it("fail/another customer's user, by id and by username: 404 everywhere, nothing changed", async () => {

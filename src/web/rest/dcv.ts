@@ -5,6 +5,8 @@ import { principalOf } from '../types.js';
 import { DNSAuthDetails, FileAuthDetails, bearer, okBody, responses } from './schemas.js';
 
 const orders = { access: { area: 'orders', write: false } } as const;
+// DNSData and FileData store the customer's DCV value for a CSR when it has none: a write.
+const orderTool = { access: { area: 'orders', write: true } } as const;
 const Body = Type.Object({
   CSR: Type.String({ minLength: 1, description: 'PEM PKCS#10' }),
   ProductCode: Type.String({ minLength: 1, maxLength: 100 }),
@@ -23,7 +25,7 @@ export function registerDcv(app: App, deps: { dcvData: DcvData }): void {
         body: Body,
         response: responses(okBody({ DNSAuthDetails })),
       },
-      config: orders,
+      config: orderTool,
     },
     async (request) => ({
       success: true as const,
@@ -41,7 +43,7 @@ export function registerDcv(app: App, deps: { dcvData: DcvData }): void {
         body: Body,
         response: responses(okBody({ FileAuthDetails })),
       },
-      config: orders,
+      config: orderTool,
     },
     async (request) => ({
       success: true as const,

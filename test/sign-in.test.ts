@@ -116,14 +116,6 @@ describe.each(testDialects())('sign-in and the authorization_code flow on $diale
       await fetch(`${base}/rest/v1/Profile`, { headers: { authorization: `Bearer ${tokens.access_token}` } })
     ).json();
     expect(profile).toMatchObject({ Scope: 'UI', AuthorizationID: userId, CustomerID: a.customerId });
-    const again = await token({
-      grant_type: 'authorization_code',
-      code,
-      redirect_uri: client.redirect,
-      client_id: client.id,
-      code_verifier: verifier,
-    });
-    expect([again.status, ((await again.json()) as { error: string }).error]).toEqual([400, 'invalid_grant']);
     const refreshed = (await (
       await token({
         grant_type: 'refresh_token',
@@ -136,6 +128,19 @@ describe.each(testDialects())('sign-in and the authorization_code flow on $diale
       await fetch(`${base}/rest/v1/Profile`, { headers: { authorization: `Bearer ${refreshed.access_token}` } })
     ).json();
     expect(later).toMatchObject({ Scope: 'UI', AuthorizationID: userId });
+    // The code presented again is refused, and what it gave is taken back (RFC 6749 §4.1.2).
+    const again = await token({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: client.redirect,
+      client_id: client.id,
+      code_verifier: verifier,
+    });
+    expect([again.status, ((await again.json()) as { error: string }).error]).toEqual([400, 'invalid_grant']);
+    const after = await fetch(`${base}/rest/v1/Profile`, {
+      headers: { authorization: `Bearer ${refreshed.access_token}` },
+    });
+    expect(after.status).toBe(401);
   });
 
   it("ok/the original desktop client's request (no PKCE) is exchanged with the client secret, not without it", async () => {

@@ -61,4 +61,15 @@ export class OauthCodesRepo {
       codeChallenge: row.code_challenge,
     };
   }
+
+  /** The application of a code with this hash that was redeemed already, or undefined. */
+  async usedBy(codeHash: string): Promise<ApplicationId | undefined> {
+    const row = await this.db.kysely
+      .selectFrom('oauth_codes')
+      .select('application_id')
+      .where('code_hash', '=', codeHash)
+      .where('used_at', 'is not', null)
+      .executeTakeFirst();
+    return row === undefined ? undefined : applicationId(row.application_id);
+  }
 }

@@ -55,8 +55,9 @@ export class TokensRepo {
 
   /**
    * The live token with this hash: not revoked, not expired, its user active and not deleted,
-   * its customer not suspended, its application not revoked; with the account settings. One query: this runs on every
-   * authenticated request that misses the principal cache.
+   * its customer not suspended, its application not revoked and its application's owner active;
+   * the user and the application of the token's own customer. With the account settings. One
+   * query: this runs on every authenticated request that misses the principal cache.
    */
   async findLive(hash: string, now: number): Promise<StoredToken | undefined> {
     const row = await this.db.kysely
@@ -64,6 +65,7 @@ export class TokensRepo {
       .innerJoin('users as u', 'u.id', 't.user_id')
       .innerJoin('customers as c', 'c.id', 't.customer_id')
       .leftJoin('api_applications as a', 'a.id', 't.application_id')
+      .leftJoin('users as o', 'o.id', 'a.user_id')
       .select([
         't.kind',
         't.family',
@@ -76,6 +78,9 @@ export class TokensRepo {
         'u.roles',
         'a.revoked_at as app_revoked_at',
         'a.scopes as app_scopes',
+        'a.customer_id as app_customer_id',
+        'o.active as owner_active',
+        'o.deleted_at as owner_deleted_at',
         'u.locale as user_locale',
         'u.timezone as user_timezone',
         'c.currency',
@@ -89,8 +94,15 @@ export class TokensRepo {
       .where('u.active', '=', 1)
       .where('u.deleted_at', 'is', null)
       .where('c.suspended_at', 'is', null)
+      .whereRef('u.customer_id', '=', 't.customer_id')
       .executeTakeFirst();
     if (row === undefined || row.app_revoked_at !== null) return undefined;
+    // A token of an application acts within the application's customer, while its owner is active.
+    if (
+      row.application_id !== null &&
+      (row.app_customer_id !== row.customer_id || row.owner_active !== 1 || row.owner_deleted_at !== null)
+    )
+      return undefined;
     // A token holds no scope its application no longer has: narrowing an application revokes its
     // live tokens, but one granted while that ran (its application read just before) would keep
     // the scope taken away.
@@ -123,11 +135,15 @@ export class TokensRepo {
     let q = this.db.kysely.selectFrom('oauth_tokens').select('family').where('token_hash', '=', hash);
     if (onlyApplication !== undefined) q = q.where('application_id', '=', onlyApplication);
     const row = await q.executeTakeFirst();
-    if (row === undefined) return 0;
+    return row === undefined ? 0 : this.revokeFamily(row.family, now);
+  }
+
+  /** Revokes every live token of a family. Returns how many. */
+  async revokeFamily(family: string, now: number): Promise<number> {
     const res = await this.db.kysely
       .updateTable('oauth_tokens')
       .set({ revoked_at: now })
-      .where('family', '=', row.family)
+      .where('family', '=', family)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     return Number(res.numUpdatedRows);

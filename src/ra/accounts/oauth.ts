@@ -6,6 +6,11 @@ import { pkceMatches } from './sign-in.js';
 import type { PrincipalCache } from './principal-cache.js';
 import { hashSecret, newSecret, secretMatches } from './secrets.js';
 
+/** The token family of the tokens a code gives (and their refreshes), known from the code's hash alone. */
+function codeFamily(codeHash: string): string {
+  return hashSecret(`family:${codeHash}`).slice(0, 32);
+}
+
 /** RFC 6749 §5.2 error codes. */
 export type OAuthErrorCode =
   'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unsupported_grant_type' | 'invalid_scope';
@@ -47,7 +52,7 @@ export interface TokenResponse {
 export interface OAuthDeps {
   readonly applications: ApplicationsRepo;
   readonly tokens: TokensRepo;
-  readonly codes: Pick<OauthCodesRepo, 'redeem'>;
+  readonly codes: Pick<OauthCodesRepo, 'redeem' | 'usedBy'>;
   readonly audit: AuditRepo;
   readonly clock: Clock;
   readonly accessTtl: number;
@@ -86,14 +91,21 @@ export class OAuth {
     let authType: 'API' | 'UI' = 'API';
 
     if (req.grantType === 'authorization_code') {
-      const code =
-        req.code === undefined || req.code === '' ? undefined : await this.deps.codes.redeem(hashSecret(req.code), now);
-      if (code === undefined || code.applicationId !== app.id)
+      const codeHash = req.code === undefined || req.code === '' ? undefined : hashSecret(req.code);
+      const code = codeHash === undefined ? undefined : await this.deps.codes.redeem(codeHash, now);
+      // A code presented again may have been stolen: the tokens it gave are revoked (RFC 6749 §4.1.2).
+      if (code === undefined && codeHash !== undefined && (await this.deps.codes.usedBy(codeHash)) === app.id)
+        if ((await this.deps.tokens.revokeFamily(codeFamily(codeHash), now)) > 0) await this.deps.principals.clear();
+      // The code's customer is the application's: sign-in refuses consent across accounts, and a
+      // code made otherwise (or before that check) gives nothing.
+      if (code === undefined || code.applicationId !== app.id || code.customerId !== app.customerId)
         throw new OAuthProblem('invalid_grant', "the code is invalid, expired, already used or not this client's");
-      if (req.redirectUri !== undefined && req.redirectUri !== code.redirectUri)
+      // RFC 6749 §4.1.3: required where the request had to name it (the application registers several).
+      if (req.redirectUri === undefined ? app.redirectUris.length > 1 : req.redirectUri !== code.redirectUri)
         throw new OAuthProblem('invalid_grant', 'redirect_uri is not the one the code was issued for');
       if (code.codeChallenge !== null ? !pkceMatches(req.codeVerifier, code.codeChallenge) : publicCode)
         throw new OAuthProblem('invalid_grant', 'code_verifier does not match the code_challenge (RFC 7636)');
+      family = codeFamily(codeHash!);
       granted = code.scopes.filter((s) => app.scopes.includes(s));
       userId = code.userId;
       authType = 'UI';

@@ -211,6 +211,8 @@ export class SignIn {
   ): Promise<string> {
     if (!tokensEqual(csrf, signedIn.session.csrf))
       throw new AuthorizeProblem('invalid_request', 'The form has expired: start again.', false);
+    const foreign = foreignApplication(signedIn, request);
+    if (foreign !== undefined) throw foreign;
     if (signedIn.needsEnrolment)
       throw new AuthorizeProblem('access_denied', 'This account requires a second factor: enrol one first.', false);
     const now = this.deps.clock.nowSeconds();
@@ -239,6 +241,21 @@ export class SignIn {
     });
     return code;
   }
+}
+
+/**
+ * Why this person may not authorise this application, or undefined: an application acts within
+ * the account it belongs to (as its client_credentials tokens do), so only that account's people
+ * can consent for it. Shown to the person, never sent to the application.
+ */
+export function foreignApplication(signedIn: SignedIn, request: AuthorizeRequest): AuthorizeProblem | undefined {
+  return signedIn.user.customerId === request.application.customerId
+    ? undefined
+    : new AuthorizeProblem(
+        'access_denied',
+        'This application belongs to another account: only the people of that account can authorise it.',
+        false,
+      );
 }
 
 /** RFC 7636 §4.6: BASE64URL(SHA256(code_verifier)) == code_challenge. */

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   AuthorizeProblem,
+  foreignApplication,
   tokensEqual,
   type AuthorizeParams,
   type AuthorizeRequest,
@@ -223,6 +224,8 @@ export function registerSignIn(
     if (signedIn === undefined) return reply.redirect(`/signin?next=${encodeURIComponent(request.url)}`, 303);
     if (signedIn.needsEnrolment)
       return reply.redirect(`/account/two-factor?next=${encodeURIComponent(request.url)}`, 303);
+    const foreign = foreignApplication(signedIn, req);
+    if (foreign !== undefined) return refuse(reply, lang, foreign);
     return consentPage(reply, lang, req, signedIn.session.csrf, params);
   });
 

@@ -85,8 +85,9 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
       .set({ status: 'VALIDATED', validated_at: t.clock.nowSeconds() })
       .where('order_id', '=', id)
       .execute();
+    const { version } = (await new OrderNamesRepo(db).proofState(id))!;
     expect(
-      await orders.markAwaitingIssuance(id, { major: 'PENDING', minor: 'WF_DNS_AUTH' }, t.clock.nowSeconds()),
+      await orders.markAwaitingIssuance(id, { major: 'PENDING', minor: 'WF_DNS_AUTH', version }, t.clock.nowSeconds()),
     ).toBe(true);
     return (await orders.byId(id))!;
   };
@@ -132,6 +133,20 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
     expect(certs).toHaveLength(1);
     expect(certs[0]).toMatchObject({ revoked_at: null, delivered_at: expect.any(Number) });
     expect(await orders.byId(order.id)).toMatchObject({ majorStatus: 'COMPLETE', issuanceClaim: null });
+  });
+
+  it('fail/an order awaiting issuance with a name not shown (however it got there): the holder signs nothing and gives the claim back', async () => {
+    const order = await waitingForIssuance();
+    await db.kysely
+      .updateTable('order_names')
+      .set({ status: 'PENDING', validated_at: null })
+      .where('order_id', '=', order.id)
+      .where('name', '=', 'certdesk-test.com')
+      .execute();
+    await expect(flow().issue(order)).rejects.toThrow(/names not shown \(certdesk-test\.com\): not signed/);
+    expect(await signings(order.id)).toBe(0);
+    expect(await certificatesOf(order.id)).toEqual([]);
+    expect(await orders.byId(order.id)).toMatchObject({ minorStatus: 'WF_ISSUANCE', issuanceClaim: null });
   });
 
   it('fail/a live holder keeps the round: another actor waits, and takes over only once the claim has lapsed', async () => {

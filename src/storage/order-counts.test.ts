@@ -7,6 +7,7 @@ import { money, orderId, type CustomerId, type MajorStatus, type OrderId } from 
 import { inTransaction, type Db } from './database.js';
 import { orderCounts } from './migrations/0020-order-counts.js';
 import { OrderQueriesRepo, type OrderFilter } from './order-queries-repo.js';
+import { OrderNamesRepo } from './order-names-repo.js';
 import { OrdersRepo, type NewOrder } from './orders-repo.js';
 
 const STATUS_CYCLE: readonly MajorStatus[] = ['PENDING', 'COMPLETE', 'REISSUE', 'COMPLETE', 'FAILED'];
@@ -115,7 +116,8 @@ describe.each(testDialects())('order_counts on $dialect', ({ dialect, open }) =>
     expect((await counters(db)).counted[`${a}/PENDING/SSL`]).toBe(3);
 
     // Step 1: the moves the RA makes, through the repository.
-    expect(await orders.markAwaitingVetting(vetted, 'WF_DNS_AUTH', 1100)).toBe(true);
+    const { version } = (await new OrderNamesRepo(db).proofState(vetted))!;
+    expect(await orders.markAwaitingVetting(vetted, 'WF_DNS_AUTH', version, 1100)).toBe(true);
     expect(await orders.markVetted(vetted, null, { BusinessCategory: 'Private Organization' }, 1100)).toBe(true);
     expect(await orders.claimIssuance(issued, 'PENDING', 'holder/1', 1000, 2000)).toBe(true);
     expect(await orders.markIssued(issued, 'PENDING', 'holder/1', 1100, { certNotAfter: 5000 })).toBeDefined();

@@ -1,4 +1,4 @@
-import type { OrderId, OrderName, OrderNameId, OrderNameState } from '../core/index.js';
+import type { MajorStatus, MinorStatus, OrderId, OrderName, OrderNameId, OrderNameState } from '../core/index.js';
 import { fixedQuery, writeLater, type Db } from './database.js';
 import { newNameRow, toOrderName, type NewOrderName } from './order-model.js';
 
@@ -33,6 +33,30 @@ export class OrderNamesRepo {
       lastCheckedAt: n.lastCheckedAt ?? null,
       lastProblem: null,
     }));
+  }
+
+  /**
+   * An order's status and row version with whether every one of its names is shown, read in one
+   * statement, so from one snapshot: a transition guarded by that version (`OrdersRepo`'s
+   * `markAwaitingIssuance`) cannot act on names a reissue replaced after this read.
+   */
+  async proofState(
+    orderId: OrderId,
+  ): Promise<{ major: MajorStatus; minor: MinorStatus; version: number; allShown: boolean } | undefined> {
+    const rows = await this.db.kysely
+      .selectFrom('orders as o')
+      .leftJoin('order_names as n', 'n.order_id', 'o.id')
+      .select(['o.major_status', 'o.minor_status', 'o.version', 'n.status'])
+      .where('o.id', '=', orderId)
+      .execute();
+    const first = rows[0];
+    if (first === undefined) return undefined;
+    return {
+      major: first.major_status as MajorStatus,
+      minor: first.minor_status as MinorStatus,
+      version: Number(first.version),
+      allShown: rows.every((r) => r.status === 'VALIDATED'),
+    };
   }
 
   /** The names of these orders, by order then as they were ordered (the common name first). */

@@ -391,16 +391,27 @@ describe.each(testDialects())('OrdersRepo on $dialect', ({ dialect, open }) => {
 
   it('ok/names shown: awaiting issuance keeps the major (and any claim); awaiting vetting only from PENDING', async () => {
     const id = await place();
-    expect(await orders.markAwaitingIssuance(id, { major: 'REISSUE', minor: 'WF_DNS_AUTH' }, 1100)).toBe(false);
-    expect(await orders.markAwaitingIssuance(id, { major: 'PENDING', minor: 'WF_DNS_AUTH' }, 1100)).toBe(true);
+    const version = async (order: typeof id) => (await new OrderNamesRepo(db).proofState(order))!.version;
+    const v = await version(id);
+    expect(await orders.markAwaitingIssuance(id, { major: 'REISSUE', minor: 'WF_DNS_AUTH', version: v }, 1100)).toBe(
+      false,
+    );
+    // At a version the row has left (any update moves it on), nothing moves.
+    expect(
+      await orders.markAwaitingIssuance(id, { major: 'PENDING', minor: 'WF_DNS_AUTH', version: v - 1 }, 1100),
+    ).toBe(false);
+    expect(await orders.markAwaitingIssuance(id, { major: 'PENDING', minor: 'WF_DNS_AUTH', version: v }, 1100)).toBe(
+      true,
+    );
     expect(await orders.byId(id)).toMatchObject({
       majorStatus: 'PENDING',
       minorStatus: 'WF_ISSUANCE',
       updateDate: 1100,
     });
     const ov = await place();
-    expect(await orders.markAwaitingVetting(ov, 'WF_FILE_AUTH', 1100)).toBe(false);
-    expect(await orders.markAwaitingVetting(ov, 'WF_DNS_AUTH', 1100)).toBe(true);
+    expect(await orders.markAwaitingVetting(ov, 'WF_FILE_AUTH', await version(ov), 1100)).toBe(false);
+    expect(await orders.markAwaitingVetting(ov, 'WF_DNS_AUTH', (await version(ov)) + 1, 1100)).toBe(false);
+    expect(await orders.markAwaitingVetting(ov, 'WF_DNS_AUTH', await version(ov), 1100)).toBe(true);
     expect((await orders.byId(ov))!.minorStatus).toBe('WF_ORG_VALIDATION');
   });
 

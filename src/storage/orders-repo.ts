@@ -227,20 +227,23 @@ export class OrdersRepo {
   // nothing, when the order has moved on meanwhile (a conflict the caller resolves). Every one that
   // leaves WF_ISSUANCE ends any issuance claim, so no holder can complete a round it lost.
 
-  /** Every name shown: `from` (a PENDING or REISSUE DCV minor) → WF_ISSUANCE of the same major. */
+  /**
+   * Every name shown: `from` (a PENDING or REISSUE DCV minor, at the row `version` whose names were
+   * seen shown: `OrderNamesRepo.proofState`) → WF_ISSUANCE of the same major.
+   */
   async markAwaitingIssuance(
     id: OrderId,
-    from: { major: MajorStatus; minor: MinorStatus },
+    from: { major: MajorStatus; minor: MinorStatus; version: number },
     at: number,
   ): Promise<boolean> {
     return this.move(id, from, { minor_status: 'WF_ISSUANCE', update_date: at });
   }
 
-  /** Every name of a new OV/EV order shown: PENDING/`from` → PENDING/WF_ORG_VALIDATION (the operator's vetting). */
-  async markAwaitingVetting(id: OrderId, from: MinorStatus, at: number): Promise<boolean> {
+  /** Every name of a new OV/EV order shown: PENDING/`from` (at `version`) → PENDING/WF_ORG_VALIDATION (the operator's vetting). */
+  async markAwaitingVetting(id: OrderId, from: MinorStatus, version: number, at: number): Promise<boolean> {
     return this.move(
       id,
-      { major: 'PENDING', minor: from },
+      { major: 'PENDING', minor: from, version },
       { major_status: 'PENDING', minor_status: 'WF_ORG_VALIDATION', update_date: at, ...UNCLAIMED },
     );
   }
@@ -349,11 +352,12 @@ export class OrdersRepo {
 
   private async move(
     id: OrderId,
-    from: { major: MajorStatus; minor?: MinorStatus },
+    from: { major: MajorStatus; minor?: MinorStatus; version?: number },
     set: Updateable<OrdersTable>,
   ): Promise<boolean> {
     let q = this.db.kysely.updateTable('orders').set(set).where('id', '=', id).where('major_status', '=', from.major);
     if (from.minor !== undefined) q = q.where('minor_status', '=', from.minor);
+    if (from.version !== undefined) q = q.where('version', '=', from.version);
     const r = await q.executeTakeFirst();
     return r.numUpdatedRows > 0n;
   }

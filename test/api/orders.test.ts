@@ -1,11 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext, type TestCustomer } from '../support/app.js';
 import { testDialects } from '../support/databases.js';
-import { testCsr } from '../support/csr.js';
+import { csrFor, testCsr } from '../support/csr.js';
 import { ORDER_CONTACT, ORG_ADDRESS, ORG_CONTACT } from '../support/issuing-context.js';
 
 const contact = ORDER_CONTACT;
@@ -17,29 +13,7 @@ function extraNameCsr(
   cn = 'www.certdesk-test.com',
   dnsNames: readonly string[] = ['www.certdesk-test.com', 'shop.certdesk-test.com'],
 ): string {
-  const dir = mkdtempSync(join(tmpdir(), 'order-csr-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      join(dir, 'k.pem'),
-      '-out',
-      join(dir, 'r.csr'),
-      '-subj',
-      `/CN=${cn}`,
-      '-addext',
-      `subjectAltName=${dnsNames.map((n) => `DNS:${n}`).join(',')}`,
-    ],
-    { stdio: 'ignore' },
-  );
-  return readFileSync(join(dir, 'r.csr'), 'utf8');
+  return csrFor(cn, dnsNames);
 }
 
 function dvOrder(overrides: Record<string, unknown> = {}, params: Record<string, unknown> = {}) {

@@ -40,6 +40,11 @@ export function testCsr(): TestCsr {
 
 /** A fresh ECDSA P-256 CSR made by the openssl CLI (a new key each call), CN and SAN as testCsr()'s. */
 export function newEcCsr(): string {
+  return csrFor('www.certdesk-test.com', ['www.certdesk-test.com', 'certdesk-test.com']);
+}
+
+/** A fresh ECDSA P-256 CSR made by the openssl CLI for `cn`, asking for `dnsNames`. */
+export function csrFor(cn: string, dnsNames: readonly string[]): string {
   const dir = mkdtempSync(join(tmpdir(), 'csr-ec-'));
   execFileSync(
     'openssl',
@@ -56,9 +61,9 @@ export function newEcCsr(): string {
       '-out',
       join(dir, 'csr.pem'),
       '-subj',
-      '/CN=www.certdesk-test.com',
+      `/CN=${cn}`,
       '-addext',
-      'subjectAltName=DNS:www.certdesk-test.com,DNS:certdesk-test.com',
+      `subjectAltName=${dnsNames.map((n) => `DNS:${n}`).join(',')}`,
     ],
     { stdio: 'ignore' },
   );

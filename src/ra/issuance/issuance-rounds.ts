@@ -120,10 +120,26 @@ export class IssuanceRounds {
       if (!(await this.deps.orders.takeOverIssuance(order.id, held, claim, now + ISSUANCE_CLAIM_SECONDS)))
         return 'held';
     }
-    const claimed = await this.deps.orders.byId(order.id);
-    if (claimed === undefined || claimed.issuanceClaim !== claim) return 'held';
-    const names = (await this.deps.orderNames.names([order.id])).map((n) => n.name);
-    await this.holding(claimed, claim, () => this.signAndComplete(claimed, names, claim, options, true));
+    const current = await this.deps.orders.byId(order.id);
+    if (current === undefined || current.issuanceClaim !== claim) return 'held';
+    const names = await this.deps.orderNames.names([order.id]);
+    // Only names shown are signed, whatever moved the order here: names a reissue put in place
+    // after the claim (the claim then ended with the round) are left for their own round.
+    const unshown = names.filter((n) => n.status !== 'VALIDATED').map((n) => n.name);
+    if (unshown.length > 0) {
+      await this.deps.orders.releaseIssuance(order.id, claim);
+      if ((await this.deps.orders.byId(order.id))?.minorStatus !== 'WF_ISSUANCE') return 'done';
+      throw new Error(`order ${order.id} awaits issuance with names not shown (${unshown.join(', ')}): not signed`);
+    }
+    await this.holding(current, claim, () =>
+      this.signAndComplete(
+        current,
+        names.map((n) => n.name),
+        claim,
+        options,
+        true,
+      ),
+    );
     return 'done';
   }
 

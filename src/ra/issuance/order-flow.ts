@@ -25,7 +25,7 @@ const AWAITING_PROOF: readonly MinorStatus[] = ['WF_DNS_AUTH', 'WF_FILE_AUTH', '
 export const HELD_RECHECK_SECONDS = 5;
 
 export interface OrderFlowDeps extends RoundsDeps {
-  readonly orderNames: Pick<OrderNamesRepo, 'names' | 'recordCheck'>;
+  readonly orderNames: Pick<OrderNamesRepo, 'names' | 'recordCheck' | 'proofState'>;
   readonly audit: Pick<AuditRepo, 'append'>;
   readonly resolver: DcvResolver;
   readonly file: Omit<FileCheckOptions, 'resolve'>;
@@ -153,20 +153,30 @@ export class OrderFlow {
 
   /**
    * Every name shown: OV/EV on to the operator's vetting, DV on to issuance (done here). Called by
-   * the worker and by an approver's click; the guarded transition lets only one of them proceed.
+   * the worker, by "check now" and by an approver's click; the guarded transition lets only one of
+   * them proceed. The names and the status are read together and the transition is guarded by the
+   * row's version: a reissue that replaced the names meanwhile (same status, new names to show)
+   * makes it fail, and another look finds them pending.
    */
   async advance(order: Order): Promise<'done' | 'held'> {
-    const { majorStatus: major, minorStatus: minor } = order;
-    const names = await this.deps.orderNames.names([order.id]);
-    if ((major !== 'PENDING' && major !== 'REISSUE') || names.some((n) => n.status !== 'VALIDATED')) return 'done';
-    const now = this.deps.clock.nowSeconds();
-    // A reissue keeps the organization vetted for the order: only a new order waits for vetting.
-    if (major === 'PENDING' && (order.validationLevel === 'OV' || order.validationLevel === 'EV')) {
-      await this.deps.orders.markAwaitingVetting(order.id, minor, now);
-      return 'done';
+    for (let look = 0; look < 3; look++) {
+      const state = await this.deps.orderNames.proofState(order.id);
+      if (state === undefined || (state.major !== 'PENDING' && state.major !== 'REISSUE')) return 'done';
+      // A round already awaiting issuance (a reissue of names all still shown): the claim's
+      // holder checks the names itself.
+      if (state.minor === 'WF_ISSUANCE')
+        return this.issue({ ...order, majorStatus: state.major, minorStatus: state.minor });
+      if (state.minor === 'WF_ORG_VALIDATION' || !state.allShown) return 'done';
+      const now = this.deps.clock.nowSeconds();
+      // A reissue keeps the organization vetted for the order: only a new order waits for vetting.
+      if (state.major === 'PENDING' && (order.validationLevel === 'OV' || order.validationLevel === 'EV')) {
+        if (await this.deps.orders.markAwaitingVetting(order.id, state.minor, state.version, now)) return 'done';
+      } else if (await this.deps.orders.markAwaitingIssuance(order.id, state, now)) {
+        return this.issue({ ...order, majorStatus: state.major, minorStatus: 'WF_ISSUANCE' });
+      }
+      // The row moved between the read and the transition: look again.
     }
-    if (!(await this.deps.orders.markAwaitingIssuance(order.id, { major, minor }, now))) return 'done';
-    return this.issue({ ...order, minorStatus: 'WF_ISSUANCE' });
+    return 'done';
   }
 
   /** Signs the order's current issuance round and completes the order (`IssuanceRounds.issue`). */

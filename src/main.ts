@@ -198,6 +198,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     notify: notifier,
     file: { httpPort: config.validationHttpPort, allowPrivate: config.validationAllowPrivate },
     configurationScanDelay: config.scanDelayDays * 86_400,
+    blockedNames: config.blockedNames,
     transact,
   });
   const emailApprovals = new EmailApprovals({

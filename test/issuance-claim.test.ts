@@ -47,7 +47,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
   let orders: OrdersRepo;
 
   /** An OrderFlow of its own (another actor, as a second process would be), optionally over a CA seam. */
-  const flow = (ca: Pick<Issuer, 'issue' | 'revoke'> = t.services.ca, holder?: string) => {
+  const flow = (ca: Pick<Issuer, 'issue' | 'revoke'> = t.services.ca, holder?: string, blockedNames?: string[]) => {
     const repos = (d: Db) => ({
       orders: new OrdersRepo(d),
       orderCertificates: new OrderCertificatesRepo(d),
@@ -65,6 +65,7 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
       file: { httpPort: 9, allowPrivate: true },
       transact: (fn, options) => inTransaction(db, (tx) => fn(repos(tx)), options),
       ...(holder === undefined ? {} : { holder }),
+      ...(blockedNames === undefined ? {} : { blockedNames }),
     });
   };
   /** An order placed without its proof, then shown valid: waiting in WF_ISSUANCE, nobody holding it. */
@@ -147,6 +148,19 @@ describe.each(testDialects())('the issuance claim on $dialect', (dialect) => {
     expect(await signings(order.id)).toBe(0);
     expect(await certificatesOf(order.id)).toEqual([]);
     expect(await orders.byId(order.id)).toMatchObject({ minorStatus: 'WF_ISSUANCE', issuanceClaim: null });
+  });
+
+  it('fail/a name blocked after the order was placed: the round is not signed, the order FAILED/REJECTED naming it, the charge refunded', async () => {
+    const order = await waitingForIssuance();
+    const charged = await t.call(c.token, { method: 'GET', url: '/rest/v1/Limit' });
+    const usedBefore = charged.json().LimitInfo.Used as number;
+    expect(await flow(t.services.ca, undefined, ['certdesk-test.com']).issue(order)).toBe('done');
+    expect(await signings(order.id)).toBe(0);
+    expect(await certificatesOf(order.id)).toEqual([]);
+    const failed = (await t.call(c.token, { method: 'GET', url: `/rest/v1/Order/${order.id}` })).json().OrderInfo;
+    expect(failed.OrderStatus).toMatchObject({ MajorStatus: 'FAILED', MinorStatus: 'REJECTED' });
+    const after = (await t.call(c.token, { method: 'GET', url: '/rest/v1/Limit' })).json().LimitInfo.Used as number;
+    expect(after).toBeLessThan(usedBefore);
   });
 
   it('fail/a live holder keeps the round: another actor waits, and takes over only once the claim has lapsed', async () => {

@@ -112,6 +112,22 @@ describe('checkDnsSyntax', () => {
   });
 });
 
+describe('the built-in block list', () => {
+  it.each([
+    ['fail/onion', 'duckduckgogg42xjoc72x3sjasowoarfbgcmvfimaftt6twagswzczad.onion', true],
+    ['fail/reverse-zone', '1.0.168.192.in-addr.arpa', true],
+    ['fail/ipv6-reverse-zone', '1.0.0.0.ip6.arpa', true],
+    ['fail/home-arpa', 'router.home.arpa', true],
+    ['fail/alt', 'name.alt', true],
+    ['fail/internal', 'app.corp.internal', true],
+    ['fail/local', 'printer.local', true],
+    ['ok/arpa-as-a-label-elsewhere', 'arpa.example.de', false],
+    ['ok/onion-as-a-label-elsewhere', 'onion.shop.com', false],
+  ])('%s', (_id, name, blocked) => {
+    expect(isBlockedName(name, DEFAULT_BLOCKED_NAMES)).toBe(blocked);
+  });
+});
+
 describe('isBlockedName', () => {
   const list = ['paypal', 'bank.example.com', '*.evil.com', 'Upper.Example.NET.'];
   it.each([
@@ -127,6 +143,10 @@ describe('isBlockedName', () => {
     ['fail/subdomains-only-entry', 'www.evil.com', true],
     ['fail/wildcard-under-subdomains-only-entry', '*.evil.com', true],
     ['fail/wildcard-of-blocked-name', '*.bank.example.com', true],
+    ['fail/wildcard-covering-blocked-name', '*.example.com', true],
+    ['ok/wildcard-two-levels-above-blocked-name', '*.com', false],
+    ['ok/wildcard-beside-blocked-name', '*.other.example.com', false],
+    ['ok/plain-parent-of-blocked-name', 'example.com', false],
     ['fail/entry-normalized', 'upper.example.net', true],
   ])('%s', (_id, name, blocked) => {
     expect(isBlockedName(name, list)).toBe(blocked);

@@ -10,9 +10,13 @@ const MAX_INPUT_CHARS = 1024;
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /**
- * Reserved names of RFC 2606 and RFC 6761/6762, in the entry syntax of `isBlockedName`. The
- * single-label ones are written `*.test` (everything under the reserved TLD): as bare labels they
- * would also block ordinary names such as `test.example.de` or `local.shop.com`.
+ * Reserved and special-use names, in the entry syntax of `isBlockedName`: RFC 2606 and RFC
+ * 6761/6762, `.onion` (RFC 7686; the Baseline Requirements allow it only with validation methods
+ * of their own, which certdesk does not offer), `.arpa` (the reverse zones of RFC 6761 §6.1 and
+ * `home.arpa` of RFC 8375: the public suffix list holds them as ordinary suffixes), `.alt` (RFC
+ * 9476) and `.internal` (ICANN's private-use TLD). The single-label ones are written `*.test`
+ * (everything under the reserved TLD): as bare labels they would also block ordinary names such
+ * as `test.example.de` or `local.shop.com`.
  */
 export const DEFAULT_BLOCKED_NAMES: readonly string[] = Object.freeze([
   'example.com',
@@ -23,6 +27,10 @@ export const DEFAULT_BLOCKED_NAMES: readonly string[] = Object.freeze([
   '*.invalid',
   '*.localhost',
   '*.local',
+  '*.onion',
+  '*.arpa',
+  '*.alt',
+  '*.internal',
 ]);
 
 /**
@@ -94,7 +102,9 @@ export function checkDnsName(input: string, opts: { allowWildcard: boolean }): N
  * Whether `name` is covered by an entry of `blockList`. Entries (case-insensitive, trailing dot
  * ignored): `example.com` blocks that name and every name under it; `*.example.com` blocks only
  * names under it (a wildcard name `*.example.com` counts as under it); a bare label such as
- * `paypal` blocks every name having a label equal to it. Pure; never throws.
+ * `paypal` blocks every name having a label equal to it. A wildcard name is blocked too where it
+ * would cover a blocked name: `*.example.com` by the entry `login.example.com` (as Boulder does).
+ * Pure; never throws.
  */
 export function isBlockedName(name: string, blockList: readonly string[]): boolean {
   const wanted = normalize(name);
@@ -109,6 +119,7 @@ export function isBlockedName(name: string, blockList: readonly string[]): boole
       return host.endsWith(`.${parent}`) || (wildcard && host === parent);
     }
     if (!entry.includes('.')) return labels.includes(entry);
+    if (wildcard && entry.slice(entry.indexOf('.') + 1) === host) return true;
     return host === entry || host.endsWith(`.${entry}`);
   });
 }

@@ -358,6 +358,25 @@ describe.each(testDialects())('orders on $dialect', (dialect) => {
       expect(rows.map((r) => r.name)).toEqual(['walled-certdesk.com']);
     });
 
+    it('fail/the free twin that is a public suffix (github.io for www.github.io) is refused as an ordered one would be', async () => {
+      const before = await orderCount();
+      const res = await post(
+        a.token,
+        dvOrder(
+          {},
+          { CSR: extraNameCsr('www.github.io', ['www.github.io', 'github.io']), ApproverEmail: 'admin@github.io' },
+        ),
+      );
+      expect(res.statusCode).toBe(417);
+      expect(res.json().Errors).toEqual([
+        expect.objectContaining({
+          ErrorField: 'CSR',
+          Message: expect.stringMatching(/github\.io.* is a public suffix/),
+        }),
+      ]);
+      expect(await orderCount()).toBe(before);
+    });
+
     it('fail/OV without organization data lists each missing member', async () => {
       const res = await post(a.token, dvOrder({}, { ProductCode: 'TrustPoint.OV' }));
       expect(res.statusCode).toBe(417);

@@ -24,6 +24,7 @@ import type { CatalogService } from '../catalog/catalog.js';
 import type { Notifier } from '../mail/notify.js';
 import { termEnd, vettedSubject } from './certificate-terms.js';
 import type { ProofChecks } from './proof-checks.js';
+import { DEFAULT_BLOCKED_NAMES, isBlockedName } from '../../validation/index.js';
 
 const DAY = 86_400;
 /**
@@ -62,6 +63,8 @@ export interface RoundsDeps extends Omit<FlowRepos, 'audit' | 'jobs' | 'mail'> {
   readonly configurationScanDelay?: number;
   /** Mail to the order's contacts when a certificate is issued or reissued, in the completion's transaction. */
   readonly notify?: Pick<Notifier, 'orderEvent'>;
+  /** Names the service does not certify, beside the built-in ones (`CERTDESK_BLOCKED_NAMES`): checked again before signing. */
+  readonly blockedNames?: readonly string[];
   readonly transact: Transact<FlowRepos>;
 }
 
@@ -73,6 +76,7 @@ export class IssuanceRounds {
    * more round trips.
    */
   private readonly completions: TransactionBatch<FlowRepos>;
+  private readonly blockList: readonly string[];
 
   constructor(
     private readonly deps: RoundsDeps,
@@ -81,6 +85,7 @@ export class IssuanceRounds {
     private readonly proofs: Pick<ProofChecks, 'caaProblem'>,
   ) {
     this.completions = new TransactionBatch(deps.transact);
+    this.blockList = [...DEFAULT_BLOCKED_NAMES, ...(deps.blockedNames ?? [])];
   }
 
   /**
@@ -201,6 +206,12 @@ export class IssuanceRounds {
         )
       : undefined;
     if (cert === undefined) {
+      // The block list as it is now: a name blocked after the order was placed is not signed.
+      const blocked = names.filter((n) => isBlockedName(n, this.blockList));
+      if (blocked.length > 0) {
+        await this.fail(order, 'WF_ISSUANCE', 'REJECTED', `${blocked.join(', ')} may not be certified (blocked name).`);
+        return undefined;
+      }
       const caa = options.caaChecked === true ? undefined : await this.proofs.caaProblem(order.caBrand, names);
       // A lookup that could not be answered is retried by the worker; a record that forbids fails the order.
       if (caa?.transient !== undefined) throw new Error(caa.transient);

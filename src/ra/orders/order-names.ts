@@ -68,7 +68,11 @@ export function orderNames(
   const twin = cn === undefined ? undefined : wwwTwin(cn);
   if (csr !== undefined) {
     if (twin !== undefined && csr.dnsNames.includes(twin) && !names.includes(twin) && !refused.has(twin)) {
-      if (isBlockedName(twin, blockList)) refuse('CSR', `${twin} may not be certified (blocked name).`, twin);
+      // Held to the rules of an ordered name: a public suffix of the list's private section
+      // (github.io for www.github.io) is a twin by the ICANN section only.
+      const checkedTwin = checkDnsName(twin, { allowWildcard: false });
+      if (!checkedTwin.ok) refuse('CSR', checkedTwin.problem, twin);
+      else if (isBlockedName(twin, blockList)) refuse('CSR', `${twin} may not be certified (blocked name).`, twin);
       else if (names.includes(cn!)) names.push(twin);
     }
     const outside = csr.dnsNames.filter((n) => !names.includes(n) && !refused.has(n));

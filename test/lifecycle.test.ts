@@ -318,6 +318,43 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
       expect(await charges(placed.ServiceOrderID)).toBe(1);
     });
 
+    it('ok/past the reuse period by e-mail: the reissue mail is sent again with a fresh link, the approver confirms, and the new certificate is issued (the link said "already answered" before)', async () => {
+      const placed = await place();
+      const oldCert = placed.Fulfillment!.Certificate;
+      await at(201 * DAY, async () => {
+        const started = await reissue({
+          ServiceOrderID: placed.ServiceOrderID,
+          OrderParameters: { CSR: newEcCsr(), SignatureHashAlgorithm: 'SHA256-ECC-HYBRID' },
+          ReissueEmail: 'admin@certdesk-test.com',
+        });
+        expect(started.json()).toMatchObject({ success: true });
+        const linkOf = async () => {
+          const mails = await t.services.mailRepo.list({ limit: 10, orderId: placed.ServiceOrderID });
+          const link = mails
+            .filter((m) => m.kind === 'dcv.approval' && m.status !== 'withdrawn')
+            .map((m) => /\/dcv\/approve\/(cda_[A-Za-z0-9_-]+)/.exec(m.text)?.[1])
+            .find(Boolean);
+          expect(link).toBeDefined();
+          return link!;
+        };
+        const first = await linkOf();
+        expect(await t.services.emailApprovals.view(first)).toMatchObject({ state: 'pending' });
+        // The mail again (POST /ApproverEmail): a fresh link, the first one stops working.
+        const resent = await t.call(await token(), {
+          method: 'POST',
+          url: `/rest/v1/ApproverEmail/${placed.ServiceOrderID}`,
+        });
+        expect(resent.statusCode, resent.body).toBe(200);
+        const second = await linkOf();
+        expect(second).not.toBe(first);
+        expect(await t.services.emailApprovals.view(first)).toBeUndefined();
+        expect(await t.services.emailApprovals.approve(second, '127.0.0.1')).toMatchObject({ state: 'approved' });
+        const o = await info(placed.ServiceOrderID);
+        expect(o.OrderStatus.MajorStatus).toBe('COMPLETE');
+        expect(o.Fulfillment.Certificate).not.toBe(oldCert);
+      });
+    });
+
     it('ok/past the reuse period: REISSUE waiting for DNS, the old certificate still in Fulfillment; a second reissue replaces the pending one; the proof completes it', async () => {
       const placed = await place();
       const oldCert = placed.Fulfillment!.Certificate;

@@ -79,7 +79,7 @@ export class EmailApprovals {
     event: AuditEvent,
   ): Promise<void> {
     await this.deps.transact(async (tx) => {
-      if (!(await tx.orders.holdIn(order.id, 'PENDING'))) throw notPendingEmail(order.id);
+      if (!(await tx.orders.holdIn(order.id, order.majorStatus))) throw notPendingEmail(order.id);
       await this.linksIn(tx, order, byApprover);
       await tx.audit.append(event);
     });
@@ -125,8 +125,9 @@ export class EmailApprovals {
     if (first === undefined) return undefined;
     const order = await this.deps.orders.byId(first.orderId);
     if (order === undefined) return undefined;
+    // A new order's names or a reissue round's (a replaced round's links are gone with its names).
     const state =
-      order.majorStatus !== 'PENDING'
+      order.majorStatus !== 'PENDING' && order.majorStatus !== 'REISSUE'
         ? 'closed'
         : names.every((n) => n.status === 'VALIDATED')
           ? 'approved'
@@ -163,7 +164,7 @@ export class EmailApprovals {
     return { ...view, state: 'approved' };
   }
 
-  /** PUT /ApproverEmail/{id}: a new approver for the pending EMAIL names of a DV order not yet completed. */
+  /** PUT /ApproverEmail/{id}: a new approver for the pending EMAIL names of a DV order not yet completed, or of a reissue. */
   async changeApprover(actor: Actor, orderId: number, approver: string): Promise<void> {
     const order = await this.pendingEmailOrder(actor.principal, orderId);
     const email = approver.trim().toLowerCase();
@@ -203,8 +204,9 @@ export class EmailApprovals {
       throw new CertdeskError('orderNotFound', `Invalid order id ${orderId}: no such order.`, {
         field: 'ServiceOrderID',
       });
-    if (order.validationLevel !== 'DV' || order.majorStatus !== 'PENDING' || order.dvAuthMethod !== 'EMAIL')
-      throw notPendingEmail(orderId);
+    // A reissue keeps the organization vetted, so its names are the order's only proof: any level.
+    const open = (order.majorStatus === 'PENDING' && order.validationLevel === 'DV') || order.majorStatus === 'REISSUE';
+    if (!open || order.dvAuthMethod !== 'EMAIL') throw notPendingEmail(orderId);
     return order;
   }
 
@@ -231,9 +233,13 @@ export class EmailApprovals {
 }
 
 function notPendingEmail(orderId: number): CertdeskError {
-  return new CertdeskError('invalidOrderState', `Order ${orderId} is not a pending DV order validated by e-mail.`, {
-    field: 'ServiceOrderID',
-  });
+  return new CertdeskError(
+    'invalidOrderState',
+    `Order ${orderId} is not a pending DV order or reissue validated by e-mail.`,
+    {
+      field: 'ServiceOrderID',
+    },
+  );
 }
 
 /** Names by the approver who is to approve them (names without one are left out). */

@@ -93,10 +93,13 @@ describe('DcvResolver', () => {
       dns.set('caa.example.com', [
         { type: 'CAA', flags: 0, tag: 'issue', value: 'ca.example; account=1' },
         { type: 'CAA', flags: 128, tag: 'TBS', value: 'x' },
+        // A tag named `critical` hides its flags in Node's answer: taken as critical either way.
+        { type: 'CAA', flags: 0, tag: 'critical', value: 'y' },
       ]);
       expect(await resolver.caa('caa.example.com')).toEqual([
         { critical: false, tag: 'issue', value: 'ca.example; account=1' },
         { critical: true, tag: 'tbs', value: 'x' },
+        { critical: true, tag: 'critical', value: 'y' },
       ]);
     },
     TIMEOUT,

@@ -104,6 +104,10 @@ function toCaaRecord(record: object): CaaRecord {
   const entries: [string, unknown][] = Object.entries(record);
   const flags = entries.find(([key]) => key === 'critical')?.[1];
   const entry = entries.find(([key]) => key !== 'critical');
+  // A record whose tag is itself `critical`: Node puts its value where the flags go, and the flags
+  // are lost. An unknown tag whose flags cannot be read is taken as critical (RFC 8659 §4.1: a CA
+  // must not issue under a critical tag it does not know).
+  if (entry === undefined && typeof flags === 'string') return { critical: true, tag: 'critical', value: flags };
   return {
     critical: typeof flags === 'number' && (flags & 0x80) !== 0,
     tag: (entry?.[0] ?? '').toLowerCase(),

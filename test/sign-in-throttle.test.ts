@@ -83,6 +83,18 @@ describe.each(testDialects())('sign-in throttling on $dialect', (dialect) => {
     expect((await attempt(username, PASSWORD)).status).toBe(303);
   });
 
+  it('ok/an IPv6 client rotating through its /64 counts as one address', async () => {
+    for (let i = 1; i <= 20; i++)
+      expect(
+        (await t.services.signIn.signIn(`guess-${i}`, 'wrong-password-123', `2001:db8:9:9::${i.toString(16)}`)).kind,
+      ).toBe('failed');
+    expect(await t.services.signIn.signIn(username, PASSWORD, '2001:db8:9:9:abcd::77')).toMatchObject({
+      kind: 'throttled',
+    });
+    // Another /64 is another client.
+    expect(await t.services.signIn.signIn(username, PASSWORD, '2001:db8:9:a::1')).toMatchObject({ kind: 'signedIn' });
+  });
+
   it('ok/twelve failures at once all count', async () => {
     const results = await Promise.all(Array.from({ length: 12 }, () => attempt(username, 'wrong-password-123')));
     expect(results.every((r) => r.status === 401 || r.status === 429)).toBe(true);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isPublicAddress } from './addresses.js';
+import { addressGroup, isPublicAddress } from './addresses.js';
 
 // The address rule of every outbound fetch certdesk makes for a customer's name (DCV, scans).
 describe('isPublicAddress', () => {
@@ -52,5 +52,18 @@ describe('isPublicAddress', () => {
     '100.128.0.1',
   ])('%s → true', (address) => {
     expect(isPublicAddress(address)).toBe(true);
+  });
+});
+
+describe('addressGroup', () => {
+  it.each([
+    ['192.0.2.7', '192.0.2.7'],
+    ['::ffff:192.0.2.7', '192.0.2.7'],
+    ['2001:db8:1:2::1', '2001:db8:1:2::/64'],
+    ['2001:0db8:0001:0002:aaaa:bbbb:cccc:dddd', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+  ])('%s → %s', (address, group) => {
+    expect(addressGroup(address)).toBe(group);
   });
 });

@@ -1,6 +1,6 @@
 // Which addresses a fetch made for a customer may reach: the one rule of DCV (FILE check) and of
 // the TLS scanner, so neither can be pointed at the service's own network (SSRF).
-import { isIP } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
 
 /**
  * Whether an address may be fetched: false for loopback, RFC 1918/6598/4193, link-local,
@@ -98,4 +98,24 @@ function inV6(groups: number[], range: V6Range): boolean {
     if (((groups[i] ?? 0) & mask) !== ((range.groups[i] ?? 0) & mask)) return false;
   }
   return true;
+}
+
+/**
+ * The client an address counts as for limits and throttles: IPv4 whole, IPv6 by its /64 (one
+ * host usually holds a whole /64, and could rotate through it), IPv4-mapped IPv6 as IPv4.
+ */
+export function addressGroup(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped !== null) return mapped[1]!;
+  if (!isIPv6(address)) return address;
+  const [head = '', tail = ''] = address.toLowerCase().split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = address.includes('::') ? (tail === '' ? [] : tail.split(':')) : [];
+  const groups = address.includes('::')
+    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }

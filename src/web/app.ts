@@ -3,7 +3,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { CertdeskError } from '../core/index.js';
+import { addressGroup, CertdeskError } from '../core/index.js';
 import { addAuthEnforcement, addAuthResolution } from './auth.js';
 import { parseBody } from './body-parser.js';
 import { refuseNul } from './refuse-nul.js';
@@ -134,7 +134,8 @@ export async function buildApp(options: WebOptions, deps: WebDeps): Promise<App>
   await app.register(rateLimit, {
     global: true,
     timeWindow: 60_000,
-    keyGenerator: (request) => request.rateKey ?? `a:${request.ip}`,
+    // An anonymous client by its address, an IPv6 one by its /64 (it could rotate through it).
+    keyGenerator: (request) => request.rateKey ?? `a:${addressGroup(request.ip)}`,
     // Shared counters when there is a Redis; should it fail, requests pass (the limits protect,
     // they must not take the service down with Redis) and the failure is logged.
     ...(options.redis === undefined

@@ -144,6 +144,20 @@ describe.each(testDialects())('rate limits on $dialect', (dialect) => {
     expect(token.statusCode).toBe(401);
   });
 
+  it('fail/an IPv6 client rotating through its /64 is limited as one address', async () => {
+    const codes: number[] = [];
+    for (let i = 1; i <= 4; i++) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token',
+        payload: { grant_type: 'client_credentials', client_id: 'x', client_secret: 'y' },
+        remoteAddress: `2001:db8:1:2::${i}`,
+      });
+      codes.push(res.statusCode);
+    }
+    expect(codes).toEqual([401, 401, 401, 429]);
+  });
+
   it('ok/health and metrics are never limited', async () => {
     for (let i = 0; i < 10; i++) expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   });

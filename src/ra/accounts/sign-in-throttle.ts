@@ -1,4 +1,4 @@
-import type { Clock } from '../../core/index.js';
+import { addressGroup, type Clock } from '../../core/index.js';
 import type { SignInFailuresRepo } from '../../storage/index.js';
 
 // Growing delays after failed sign-ins, per account and per client address, kept in the database
@@ -42,7 +42,12 @@ export class SignInThrottle {
       delayAfter(FREE.account),
     );
     if (address !== null)
-      await this.deps.signInFailures.recordFailure(`a:${address}`, now, FORGET_AFTER, delayAfter(FREE.address));
+      await this.deps.signInFailures.recordFailure(
+        `a:${addressGroup(address)}`,
+        now,
+        FORGET_AFTER,
+        delayAfter(FREE.address),
+      );
   }
 
   /** The account signed in: its failures are forgotten (the address's are not). */
@@ -57,5 +62,5 @@ export class SignInThrottle {
 
 const keys = (accountKey: string, address: string | null) => [
   accountKey,
-  ...(address === null ? [] : [`a:${address}`]),
+  ...(address === null ? [] : [`a:${addressGroup(address)}`]),
 ];

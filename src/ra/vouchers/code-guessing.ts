@@ -1,5 +1,4 @@
-import { isIPv6 } from 'node:net';
-import { CertdeskError, type Clock } from '../../core/index.js';
+import { addressGroup, CertdeskError, type Clock } from '../../core/index.js';
 import type { SignInFailuresRepo } from '../../storage/index.js';
 
 // Guessing voucher codes (DESIGN §5.8): every anonymous lookup counts against the client's address
@@ -45,19 +44,7 @@ export class CodeGuessing {
   }
 }
 
-/** The counter of an address: IPv4 whole, IPv6 by its /64 (IPv4-mapped ones as IPv4). */
+/** The counter of an address: IPv4 whole, IPv6 by its /64 (`addressGroup`). */
 export function keyOf(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped !== null) return `v:${mapped[1]!}`;
-  if (!isIPv6(address)) return `v:${address}`;
-  const [head = '', tail = ''] = address.toLowerCase().split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = address.includes('::') ? (tail === '' ? [] : tail.split(':')) : [];
-  const groups = address.includes('::')
-    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
-    : left;
-  return `v:${groups
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ''))
-    .join(':')}::/64`;
+  return `v:${addressGroup(address)}`;
 }

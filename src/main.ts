@@ -200,6 +200,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     configurationScanDelay: config.scanDelayDays * 86_400,
     blockedNames: config.blockedNames,
     transact,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   const emailApprovals = new EmailApprovals({
     ...repos,

@@ -37,6 +37,11 @@ describe('redactUrl', () => {
     ['ok/the voucher list and orders by id stay readable', '/rest/v1/Vouchers', '/rest/v1/Vouchers'],
     ['ok/an order id stays readable', '/rest/v1/Order/42', '/rest/v1/Order/42'],
     ['ok/a certdesk secret in any path', `/rest/v1/${secret}/x`, '/rest/v1/[redacted]/x'],
+    ...['cdw', 'cdo', 'cdu'].map((prefix) => [
+      `ok/a ${prefix}_ session secret in a query and a path`,
+      `/pki/${prefix}_${'Z9y8X7w6'.repeat(4)}?note=${prefix}_${'Q1w2E3r4'.repeat(4)}`,
+      '/pki/[redacted]?note=[redacted]',
+    ]),
     ['ok/broken percent-encoding does not throw', '/a%zz?b%zz=1&token=%zz', '/a%zz?b%zz=1&token=[redacted]'],
   ])('%s', (_name, url, expected) => {
     expect(redactUrl(url)).toBe(expected);

@@ -19,10 +19,11 @@ const SECRET_PARAM =
 
 /**
  * certdesk's own secrets carry a prefix (ra/secrets.ts `newSecret`): `cda_` access tokens and
- * approval links, `cdr_` refresh tokens, `cds_` client secrets, `cdk_` hash-store keys. Found
+ * approval links, `cdr_` refresh tokens, `cds_` client secrets, `cdk_` hash-store keys, `cdw_`
+ * and `cdo_` the sessions of people and operators, `cdu_` the web interface's own tokens. Found
  * anywhere in a URL they are redacted whatever parameter or path segment carries them.
  */
-const OWN_SECRET = /cd[adrsk]_[A-Za-z0-9_-]{16,}/;
+const OWN_SECRET = /cd[adrskwou]_[A-Za-z0-9_-]{16,}/;
 const OWN_SECRETS = new RegExp(OWN_SECRET.source, 'g');
 
 /** The EMAIL approval page's capability URL: the path segment after it is the credential. */

@@ -71,6 +71,33 @@ describe.each(testDialects())('check now and expiring orders on $dialect', (dial
     expect((await call(w.token, 'POST', `/CheckDCV/${id}`)).statusCode).toBe(200);
   });
 
+  it('ok/check now when the CAA lookup fails (SERVFAIL): 200, the proof recorded, the order left to its job (was a 500)', async () => {
+    const placed = await waiting();
+    const id = placed.ServiceOrderID;
+    await publish(placed.OrderParameters.DNSAuthDetails.DNSValue);
+    s.dns.servfail('certdesk-test.com', 'CAA');
+    s.dns.servfail('www.certdesk-test.com', 'CAA');
+    try {
+      expect((await call(w.token, 'POST', `/CheckDCV/${id}`)).statusCode).toBe(200);
+      const info = (await call(w.token, 'GET', `/Order/${id}?includeDCVStatus=true`)).json().OrderInfo;
+      expect(info.OrderStatus).toMatchObject({ MajorStatus: 'PENDING', MinorStatus: 'WF_ISSUANCE' });
+      expect(info.DCVStatus.every((n: { Status: string }) => n.Status === 'VALIDATED')).toBe(true);
+    } finally {
+      s.dns.servfail('certdesk-test.com', 'CAA', false);
+      s.dns.servfail('www.certdesk-test.com', 'CAA', false);
+    }
+    // The order's job, once CAA answers again, issues it.
+    const job = (
+      await s.t.db.kysely
+        .selectFrom('jobs')
+        .select('id')
+        .where('unique_key', '=', `order:${id}`)
+        .executeTakeFirstOrThrow()
+    ).id;
+    await s.t.services.orderFlow.validate({ orderId: id }, { id: job as never });
+    expect((await call(w.token, 'GET', `/Order/${id}`)).json().OrderInfo.OrderStatus.MajorStatus).toBe('COMPLETE');
+  });
+
   it('ok/two checks at once issue one certificate', async () => {
     const placed = await waiting();
     const id = placed.ServiceOrderID;

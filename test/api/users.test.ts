@@ -154,6 +154,16 @@ describe.each(testDialects())('users on $dialect', (dialect) => {
       expect((await call(a.token, 'GET', '/User')).json().UserInfos.length).toBe(before);
     });
 
+    it('ok/ten creations of one username at once: one user, the others told it is taken (417, was a 500)', async () => {
+      const username = `race-${randomBytes(3).toString('hex')}`;
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () => call(a.token, 'POST', '/User', body({ Username: username }))),
+      );
+      expect(answers.map((r) => r.statusCode).sort()).toEqual([200, ...Array(9).fill(417)]);
+      for (const r of answers.filter((x) => x.statusCode === 417))
+        expect(r.json()).toMatchObject({ ErrorField: 'Username', Message: `Username ${username} is taken.` });
+    });
+
     it("fail/usernames are unique across the service: another customer's is taken", async () => {
       const taken = (await member(a, ['ORDERS'])).username;
       const res = await call(b.token, 'POST', '/User', body({ Username: taken }));

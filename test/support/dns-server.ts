@@ -23,6 +23,8 @@ export interface TestDnsServer {
   set(name: string, records: readonly TestRecord[]): void;
   /** Removes the records of one name, or of every name. */
   clear(name?: string): void;
+  /** Answers questions of `type` about `name` with SERVFAIL (a broken zone), or stops (`on` false). */
+  servfail(name: string, type: TestRecord['type'], on?: boolean): void;
   /** How many questions the server has answered (over UDP and TCP) since it started. */
   readonly answered: () => number;
   close(): Promise<void>;
@@ -40,9 +42,12 @@ export async function startDnsServer(initial: DnsRecords = {}): Promise<TestDnsS
   for (const [name, records] of Object.entries(initial)) setRecords(zone, name, records);
 
   let answered = 0;
+  const failing = new Set<string>();
   const handle = (request: Packet, send: (response: Packet | Buffer) => Promise<Buffer>): void => {
     answered++;
-    void send(answer(zone, request)).catch(() => undefined);
+    const q = request.questions[0];
+    const broken = q !== undefined && failing.has(`${normalize(q.name)} ${q.type}`);
+    void send(broken ? servfail(request) : answer(zone, request)).catch(() => undefined);
   };
 
   let lastError: unknown;
@@ -58,7 +63,7 @@ export async function startDnsServer(initial: DnsRecords = {}): Promise<TestDnsS
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') continue;
       throw err;
     }
-    return running(server, zone, port, () => answered);
+    return running(server, zone, port, () => answered, failing);
   }
   throw new Error(`no free port for the test DNS server: ${String(lastError)}`);
 }
@@ -68,6 +73,7 @@ function running(
   zone: Map<string, readonly TestRecord[]>,
   port: number,
   answered: () => number,
+  failing: Set<string>,
 ): TestDnsServer {
   // Errors after start (a client resetting a TCP connection) must not crash the test run.
   server.on('error', () => undefined);
@@ -89,6 +95,11 @@ function running(
     clear(name) {
       if (name === undefined) zone.clear();
       else zone.delete(normalize(name));
+    },
+    servfail(name, type, on = true) {
+      const key = `${normalize(name)} ${Packet.TYPE[type]}`;
+      if (on) failing.add(key);
+      else failing.delete(key);
     },
     close() {
       closing ??= (async () => {
@@ -141,6 +152,12 @@ function answer(zone: ReadonlyMap<string, readonly TestRecord[]>, request: Packe
     break;
   }
   if (!exists(zone, current)) response.header.rcode = 3; // NXDOMAIN
+  return response;
+}
+
+function servfail(request: Packet): Packet {
+  const response = Packet.createResponseFromRequest(request);
+  response.header.rcode = 2; // SERVFAIL
   return response;
 }
 

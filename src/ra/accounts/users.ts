@@ -20,6 +20,7 @@ import type {
   UsersRepo,
   WebSessionsRepo,
 } from '../../storage/index.js';
+import { isUniqueViolation } from '../../storage/index.js';
 import { actorName, type Actor } from './actor.js';
 import { passwordProblem } from './password-policy.js';
 import type { PrincipalCache } from './principal-cache.js';
@@ -99,7 +100,9 @@ export class Users {
 
     const passwordHash = await hashPassword(password!);
     const now = this.deps.clock.nowSeconds();
-    return this.deps.transact(async (repos) => {
+    const taken = () =>
+      CertdeskError.ofFaults([{ kind: 'invalidInput', field: 'Username', message: `Username ${username} is taken.` }]);
+    const created = this.deps.transact(async (repos) => {
       const user = await repos.users.create(
         {
           customerId,
@@ -114,6 +117,10 @@ export class Users {
       );
       await this.audit(repos, actor, now, 'user.created', user, { roles: user.roles });
       return user;
+    });
+    // Another request took the name since it was looked up: the same answer as if it had been first.
+    return created.catch((e: unknown) => {
+      throw isUniqueViolation(e) ? taken() : e;
     });
   }
 

@@ -46,7 +46,7 @@ export class EmailApprovals {
       transact: <T>(
         fn: (tx: LinkWrites & { audit: Pick<AuditRepo, 'append'>; orders: Pick<OrdersRepo, 'holdIn'> }) => Promise<T>,
       ) => Promise<T>;
-      flow: Pick<OrderFlow, 'advance'>;
+      flow: Pick<OrderFlow, 'advanceForPerson'>;
       resolver: DcvResolver;
       clock: Clock;
       /** Builds the approval links put into mails (under CERTDESK_PUBLIC_URL). */
@@ -159,7 +159,7 @@ export class EmailApprovals {
         subject: String(order.id),
         details: { names: view.names },
       });
-      await this.deps.flow.advance(order);
+      await this.deps.flow.advanceForPerson(order);
     }
     return { ...view, state: 'approved' };
   }

@@ -63,6 +63,8 @@ export interface RoundsDeps extends Omit<FlowRepos, 'audit' | 'jobs' | 'mail'> {
   readonly configurationScanDelay?: number;
   /** Mail to the order's contacts when a certificate is issued or reissued, in the completion's transaction. */
   readonly notify?: Pick<Notifier, 'orderEvent'>;
+  /** Where a failure left to the order's job is noted (`OrderFlow.advanceForPerson`). */
+  readonly logger?: { warn(obj: object, msg?: string): void };
   /** Names the service does not certify, beside the built-in ones (`CERTDESK_BLOCKED_NAMES`): checked again before signing. */
   readonly blockedNames?: readonly string[];
   readonly transact: Transact<FlowRepos>;

@@ -125,7 +125,7 @@ export class OrderFlow {
     )
       return;
     const pending = await this.checkPendingNames(order, `user:${principal.userId}`, this.deps.clock.nowSeconds());
-    if (pending.length === 0) await this.advance(order);
+    if (pending.length === 0) await this.advanceForPerson(order);
   }
 
   /** Checks each pending DNS or FILE name of an order and records the result; returns the names still not shown. */
@@ -177,6 +177,19 @@ export class OrderFlow {
       // The row moved between the read and the transition: look again.
     }
     return 'done';
+  }
+
+  /**
+   * `advance` for a person's request ("check now", an approver's click): what they did is recorded,
+   * and a failure the order's job retries (a CAA lookup unanswered, the CA not ready) is logged
+   * rather than answered as the request's own: the job moves the order on.
+   */
+  async advanceForPerson(order: Order): Promise<void> {
+    try {
+      await this.advance(order);
+    } catch (e) {
+      this.deps.logger?.warn({ err: e, orderId: order.id }, 'moving the order on failed; its job tries again');
+    }
   }
 
   /** Signs the order's current issuance round and completes the order (`IssuanceRounds.issue`). */

@@ -197,6 +197,30 @@ describe.each(testDialects())('cancel and revoke on $dialect', (dialect) => {
       expect(ocsp).toContain('Reason: keyCompromise');
     });
 
+    it('ok/refunded, the order leaves no certificate valid: the one a reissue left in place is revoked too (it stayed good)', async () => {
+      const before = await used();
+      const placed = await place();
+      const reissued = await t.call(await token(), {
+        method: 'POST',
+        url: '/rest/v1/Reissue',
+        payload: { ServiceOrderID: placed.ServiceOrderID },
+      });
+      expect(reissued.json()).toMatchObject({ success: true });
+      const second = (await info(placed.ServiceOrderID)).Fulfillment.Certificate as string;
+      expect(second).not.toBe(placed.Fulfillment!.Certificate);
+      const res = await t.call(await token(), {
+        method: 'DELETE',
+        url: `/rest/v1/Revoke/${placed.ServiceOrderID}`,
+        payload: { RevokeReason: 'superseded', Certificate: second },
+      });
+      expect(res.json()).toMatchObject({ success: true, Message: expect.stringMatching(/refunded/) });
+      expect(await used()).toBeCloseTo(before, 2);
+      expect((await revokedAt(placed.ServiceOrderID)).every((r) => r !== null)).toBe(true);
+      const ocsp = await ocspStatus(placed.Fulfillment!.Certificate, placed.Fulfillment!.Intermediate);
+      expect(ocsp).toContain('Response verify OK');
+      expect(ocsp).toMatch(/o-leaf\.pem: revoked/);
+    });
+
     it('ok/the same through the query (the spec\u2019s reference form); after the RefundPeriod no refund', async () => {
       const placed = await place();
       const product = t.services.catalog.product('TrustPoint.DV');

@@ -117,15 +117,7 @@ export class Lifecycle {
       if (!(await tx.orders.markCancelled(order.id, { major, minor: order.minorStatus }, refund, now))) return false;
       if (refund) await this.refund(tx, order, now);
       // The revocation below, made durable: should this process die before it, the job does it.
-      await tx.jobs.enqueueInTransaction(
-        {
-          name: 'order.revoke-certificates',
-          payload: { orderId: order.id, reason: 'cessationOfOperation' },
-          uniqueKey: `revoke:${order.id}`,
-          runAt: now + REVOKE_AFTER_CANCEL_SECONDS,
-        },
-        now,
-      );
+      await this.queueRevokeAll(tx, order.id, now);
       // The key commits with the cancel: a retry sees both or neither.
       if (key !== undefined) await tx.orders.recordCancelKey(order.id, key, refund);
       await tx.audit.append({
@@ -185,8 +177,8 @@ export class Lifecycle {
   /**
    * DELETE /Revoke/{id}: the supplied certificate must be one of the order's (old or new). Its
    * revocation is recorded at once in the CRL and OCSP; the order becomes REVOKED when its current
-   * certificate is revoked, and is refunded when that happens within the product's RefundPeriod.
-   * A revoked certificate may be revoked again only to raise its reason to keyCompromise
+   * certificate is revoked, and is refunded when that happens within the product's RefundPeriod
+   * (its other certificates, such as one a reissue left valid, then revoked too). A revoked certificate may be revoked again only to raise its reason to keyCompromise
    * (`escalatedFrom` names the reason it replaced; the revocation date stays the first). Any other
    * repeat throws invalidOrderState on Certificate and changes nothing: no audit event, no mail.
    */
@@ -235,6 +227,8 @@ export class Lifecycle {
         { field: 'Certificate' },
       );
     }
+    // A refunded order's other certificates must not outlive it.
+    if (refunded) await this.revokeAll(order.id, 'cessationOfOperation', actorName(actor.principal));
     const escalatedFrom =
       result.change === 'escalated' ? revocationReasonName(result.previousReason ?? null) : undefined;
     return {
@@ -269,7 +263,12 @@ export class Lifecycle {
       const product = this.deps.catalog.productOf(latest);
       refund = latest.issuedAt !== null && now - latest.issuedAt <= product.refundPeriodDays * DAY;
       if (!(await tx.orders.markRevoked(order.id, latest.majorStatus, refund, now))) refund = false;
-      else if (refund) await this.refund(tx, latest, now);
+      else if (refund) {
+        await this.refund(tx, latest, now);
+        // Refunded, the order leaves no certificate valid: an earlier one a reissue left in place
+        // is revoked too (below; made durable here, as a cancel does).
+        await this.queueRevokeAll(tx, order.id, now);
+      }
     }
     await tx.audit.append({
       at: now,
@@ -303,6 +302,19 @@ export class Lifecycle {
     readonly reason: 'cessationOfOperation';
   }): Promise<void> {
     await this.revokeAll(toOrderId(payload.orderId), payload.reason, 'system');
+  }
+
+  /** `revokeAll` made durable in the caller's transaction: the job does it should this process die first. */
+  private async queueRevokeAll(tx: LifecycleRepos, orderId: OrderId, now: number): Promise<void> {
+    await tx.jobs.enqueueInTransaction(
+      {
+        name: 'order.revoke-certificates',
+        payload: { orderId, reason: 'cessationOfOperation' },
+        uniqueKey: `revoke:${orderId}`,
+        runAt: now + REVOKE_AFTER_CANCEL_SECONDS,
+      },
+      now,
+    );
   }
 
   /** Revokes every unrevoked certificate of an order (cancellation, a race lost to a cancel). */

@@ -2,10 +2,28 @@
  * Money is integer minor units in storage and arithmetic; it becomes a number with the
  * currency's decimals only when rendered (DESIGN §5.1).
  */
+// Kept as they were first stored (HUF's prices have no fillér, as in ICU's data), whatever the table below says.
 const ZERO_DECIMAL = new Set(['JPY', 'KRW', 'CLP', 'ISK', 'HUF', 'VND']);
 
 export function currencyDecimals(currency: string): number {
-  return ZERO_DECIMAL.has(currency) ? 0 : 2;
+  if (ZERO_DECIMAL.has(currency)) return 0;
+  let digits = DECIMALS.get(currency);
+  if (digits === undefined) {
+    digits = isoDecimals(currency);
+    DECIMALS.set(currency, digits);
+  }
+  return digits;
+}
+
+/** Minor digits of the currencies not listed above, as ICU's ISO 4217 data has them (BHD 3, XOF 0). */
+const DECIMALS = new Map<string, number>();
+
+function isoDecimals(currency: string): number {
+  try {
+    return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  } catch {
+    return 2;
+  }
 }
 
 /** 12.5 EUR → 1250. Rounds half away from zero to the currency's precision. */

@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { randomBytes } from 'node:crypto';
+import { currencyDecimals } from '../../../core/index.js';
 import { escapeHtml, hidden } from '../page.js';
 import { consolePage, failure, field, notice, type Console, type consoleRoutes } from './context.js';
 import { orderTable } from './orders.js';
@@ -15,9 +16,11 @@ async function dashboard(c: Console, reply: FastifyReply): Promise<FastifyReply>
     const [limit, profile] = await Promise.all([c.api('GET', '/Limit'), c.api('GET', '/Profile')]);
     if (limit.ok) {
       const { Limit, Used } = limit.body.LimitInfo as { Limit: number; Used: number };
-      const currency = escapeHtml(String(profile.body.Currency ?? ''));
+      const code = String(profile.body.Currency ?? '');
+      const currency = escapeHtml(code);
+      const digits = currencyDecimals(code);
       const money = (n: number) =>
-        `${new Intl.NumberFormat(c.lang === 'de' ? 'de-DE' : 'en-GB', { minimumFractionDigits: 2 }).format(n)} ${currency}`;
+        `${new Intl.NumberFormat(c.lang === 'de' ? 'de-DE' : 'en-GB', { minimumFractionDigits: digits, maximumFractionDigits: digits }).format(n)} ${currency}`;
       body +=
         `<h2>${t.credit}</h2><dl class="facts"><dt>${t.limit}</dt><dd>${money(Limit)}</dd>` +
         `<dt>${t.used}</dt><dd>${money(Used)}</dd><dt>${t.left}</dt><dd>${money(Limit - Used)}</dd></dl>`;

@@ -484,6 +484,16 @@ describe.each(testDialects())('the order flow on $dialect (real DNS and HTTP on 
       expect(mail.subject).toMatch(/^Approve the certificate for www\.certdesk-test\.com and 1 more$/);
       const path = linkIn(mail.text ?? '')!;
       expect(path).toBeDefined();
+      // Sent, the outbox keeps the mail without the link's token (stored only hashed elsewhere).
+      const kept = await t.db.kysely
+        .selectFrom('mail_outbox')
+        .select(['status', 'body_text'])
+        .where('order_id', '=', placed.ServiceOrderID)
+        .where('kind', '=', 'dcv.approval')
+        .execute();
+      expect(kept.map((m) => m.status)).toEqual(['sent']);
+      expect(kept[0]!.body_text).not.toContain(path.split('/').at(-1)!);
+      expect(kept[0]!.body_text).toContain('/dcv/approve/[removed once sent]');
 
       const shown = await t.app.inject({ method: 'GET', url: path });
       expect(shown.statusCode).toBe(200);

@@ -95,11 +95,14 @@ export class MailRepo {
     await writeLater(this.db, 'jobs', withDelivery.compile());
   }
 
-  /** Marks a mail sent at `at` (clearing any earlier error). */
-  async markSent(id: number, at: number): Promise<void> {
+  /**
+   * Marks a mail sent at `at` (clearing any earlier error); `keptText`, when given, replaces the
+   * stored text (the sent text without the secrets it carried).
+   */
+  async markSent(id: number, at: number, keptText?: string): Promise<void> {
     await this.kysely
       .updateTable('mail_outbox')
-      .set({ status: 'sent', sent_at: at, error: null })
+      .set({ status: 'sent', sent_at: at, error: null, ...(keptText === undefined ? {} : { body_text: keptText }) })
       .where('id', '=', id)
       .execute();
   }

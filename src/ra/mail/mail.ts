@@ -10,6 +10,9 @@ import { mailDeliveryJob, type MailRepo, type NewMail } from '../../storage/mail
 export type OutgoingMail = Omit<NewMail, 'status' | 'createdAt'>;
 
 /** Delivers one plain-text mail: nodemailer over SMTP, or a test fake. Rejects when delivery fails. */
+/** certdesk's own secrets (ra/accounts/secrets.ts `newSecret`: a `cd?_` prefix), as mails carry them in links. */
+const OWN_SECRETS = /\bcd[a-z]_[A-Za-z0-9_-]{16,}/g;
+
 export interface MailTransport {
   send(mail: { to: string; subject: string; text: string }): Promise<void>;
 }
@@ -155,7 +158,10 @@ export class Mailer {
       throw new Error(`mail ${mail.id} not sent (${code ?? 'SMTP error'})`);
     }
     this.smtpDownUntil = 0;
-    await this.record(mail.id, () => repo.markSent(mail.id, clock.nowSeconds()));
+    // Sent, a mail keeps no secret it carried (an approval link's token is stored hashed elsewhere):
+    // whoever reads the outbox or a backup cannot use it.
+    const kept = mail.text.replace(OWN_SECRETS, '[removed once sent]');
+    await this.record(mail.id, () => repo.markSent(mail.id, clock.nowSeconds(), kept === mail.text ? undefined : kept));
   }
 
   /**

@@ -295,9 +295,8 @@ export class JobsRepo {
   }
 
   /**
-   * How long the longest-waiting claimable job has waited at `now`, in seconds (0 when none):
-   * queued since its `run_at`, or running since its lease ran out. A worker that keeps up holds
-   * it near its poll interval; one that is down or stuck lets it climb. Two index probes.
+   * Seconds the longest-waiting claimable job has waited at `now` (0 when none): queued since its
+   * `run_at`, or running since its lease ran out. Climbs while no worker keeps up. Two index probes.
    */
   async overdueSeconds(now: number): Promise<number> {
     const earliest = (status: JobStatus, column: 'run_at' | 'lease_expires_at', op: '<=' | '<') =>

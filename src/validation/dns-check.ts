@@ -104,9 +104,8 @@ function toCaaRecord(record: object): CaaRecord {
   const entries: [string, unknown][] = Object.entries(record);
   const flags = entries.find(([key]) => key === 'critical')?.[1];
   const entry = entries.find(([key]) => key !== 'critical');
-  // A record whose tag is itself `critical`: Node puts its value where the flags go, and the flags
-  // are lost. An unknown tag whose flags cannot be read is taken as critical (RFC 8659 §4.1: a CA
-  // must not issue under a critical tag it does not know).
+  // A tag named `critical` takes the flags' place in Node's answer: an unknown tag whose flags are
+  // lost counts as critical (RFC 8659 §4.1).
   if (entry === undefined && typeof flags === 'string') return { critical: true, tag: 'critical', value: flags };
   return {
     critical: typeof flags === 'number' && (flags & 0x80) !== 0,

@@ -20,11 +20,11 @@ import type {
   OrderNamesRepo,
   OrdersRepo,
 } from '../../storage/index.js';
+import { DEFAULT_BLOCKED_NAMES, isBlockedName } from '../../validation/index.js';
 import type { CatalogService } from '../catalog/catalog.js';
 import type { Notifier } from '../mail/notify.js';
 import { termEnd, vettedSubject } from './certificate-terms.js';
 import type { ProofChecks } from './proof-checks.js';
-import { DEFAULT_BLOCKED_NAMES, isBlockedName } from '../../validation/index.js';
 
 const DAY = 86_400;
 /**
